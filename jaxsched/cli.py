@@ -1,0 +1,279 @@
+"""The `jaxsched` command line: parse flags and TOML configs, call the library, write results.
+
+Precedence: built-in defaults < `--config FILE` < flags given on the command line.
+Bad flags or configs print one `jaxsched: error: ...` line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import InputError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A bad flag, config key or value: reported as one line, exit 2."""
+
+
+def _positive_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise ValueError(f"expected an integer, got {v!r}")
+    n = int(v)
+    if n < 1:
+        raise ValueError(f"expected an integer >= 1, got {n}")
+    return n
+
+
+def _nonneg_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise ValueError(f"expected an integer, got {v!r}")
+    n = int(v)
+    if n < 0:
+        raise ValueError(f"expected an integer >= 0, got {n}")
+    return n
+
+
+def _positive_float(v: Any) -> float:
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {v!r}")
+    x = float(v)
+    if not x > 0 or x != x or x == float("inf"):
+        raise ValueError(f"expected a finite number > 0, got {v!r}")
+    return x
+
+
+def _float_list(v: Any) -> tuple[float, ...]:
+    items = v.split(",") if isinstance(v, str) else list(v)
+    out = tuple(float(x) for x in items if str(x).strip() != "")
+    if not out:
+        raise ValueError("expected a comma-separated list of numbers")
+    return out
+
+
+def _policy_list(v: Any) -> str:
+    return v if isinstance(v, str) else ",".join(str(x) for x in v)
+
+
+def _path(v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise ValueError(f"expected a path, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # flag name without dashes, e.g. "sample-k"
+    convert: Callable[[Any], Any]
+    default: Any
+    help: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+
+SNAPSHOT_OPTIONS = (
+    Option("machines", _positive_int, 2000, "synthetic cluster size (machines)", "M"),
+    Option("rho", _positive_float, 0.75, "synthetic load: tasks are drawn until the binding "
+           "dimension's total demand reaches RHO of capacity", "RHO"),
+    Option("trials", _positive_int, 5, "shuffled task orders per policy (common random numbers)", "T"),
+    Option("policy", _policy_list, "all", "comma-separated policies, or 'all' (see `jaxsched policies`)", "LIST"),
+    Option("sample-k", _nonneg_int, 0, "score K machines drawn at random per placement, full scan "
+           "if none fits (0: always full scan)", "K"),
+    Option("seed", _nonneg_int, 1, "random seed: same seed, same results on any device count", "S"),
+    Option("slot", _float_list, (0.05, 0.05), "standard slot per dimension for holes/stranding/"
+           "slot_loss (dims beyond the list get 0 = not counted)", "C,M"),
+    Option("genome", _float_list, None, "w0,w1,w2,w3,w4,w5,p1,p2 for the 'family' policy "
+           "(default: alpha_evolve's point 1,1,1,1,0,0,1,1)", "G"),
+    Option("json", _path, None, "write the full results as JSON to this file (atomically)", "FILE"),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        self.exit(EXIT_USAGE, f"jaxsched: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _add_options(parser: argparse.ArgumentParser, options) -> None:
+    parser.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags "
+                        "(keys as the flag names, top level or under a table named after the command); "
+                        "flags given here override it")
+    for opt in options:
+        default = opt.default if not isinstance(opt.default, tuple) else ",".join(map(str, opt.default))
+        parser.add_argument(f"--{opt.name}", dest=opt.dest, default=None, metavar=opt.metavar,
+                            help=f"{opt.help} (default: {default})")
+    parser.add_argument("--quiet", action="store_true", help="no table on stdout, no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = _Parser(prog="jaxsched", description="Batched JAX evaluation of cluster-scheduling "
+                     "placement policies (POLICIES.md).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    snap = sub.add_parser("snapshot", help="pack a snapshot with every policy over shuffled trials",
+                          description="Pack a synthetic snapshot with each policy over shuffled trials "
+                          "and report placed, utilization, holes and stranding per policy.")
+    _add_options(snap, SNAPSHOT_OPTIONS)
+    sub.add_parser("policies", help="list the registered policies")
+    return parser
+
+
+def load_config(path: str, command: str, options) -> dict[str, Any]:
+    """Read a TOML config for `command`, checking every key and value against `options`."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"config {path}: no such file") from None
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"config {path}: {e}") from None
+    table = data.get(command, data) if isinstance(data.get(command), dict) else data
+    known = {o.name.replace("-", "_"): o for o in options}
+    out = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            continue  # another command's table
+        opt = known.get(key.replace("-", "_"))
+        if opt is None:
+            raise UsageError(f"config {path}: unknown key {key!r} for `{command}` "
+                             f"(known: {', '.join(o.name for o in options)})")
+        try:
+            out[opt.dest] = opt.convert(value)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"config {path}: key {key!r}: {e}") from None
+    return out
+
+
+def resolve(args: argparse.Namespace, command: str, options) -> dict[str, Any]:
+    """Final settings: defaults, then the config file, then explicit flags."""
+    settings = {o.dest: o.default for o in options}
+    if args.config:
+        settings.update(load_config(args.config, command, options))
+    for opt in options:
+        raw = getattr(args, opt.dest)
+        if raw is not None:
+            try:
+                settings[opt.dest] = opt.convert(raw)
+            except (TypeError, ValueError) as e:
+                raise UsageError(f"--{opt.name}: {e}") from None
+    return settings
+
+
+SNAPSHOT_COLUMNS = [
+    ("placed_fraction", "placed%", 100.0),
+    ("placed_weighted", "placed_w%", 100.0),
+    ("utilization_cpu", "util_cpu%", 100.0),
+    ("utilization_mem", "util_mem%", 100.0),
+    ("holes", "holes%", 100.0),
+    ("stranding_cpu", "strand_cpu%", 100.0),
+    ("stranding_mem", "strand_mem%", 100.0),
+]
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Run the snapshot experiment on the synthetic workload."""
+    s = resolve(args, "snapshot", SNAPSHOT_OPTIONS)
+    from . import __version__, progress
+    from .output import check_writable, format_table, write_json_atomic
+    from .policies import GENOME_NAMES, policy_names, slot_vector
+
+    try:
+        policies = policy_names(s["policy"])
+    except KeyError as e:
+        raise UsageError(f"--policy: {e.args[0]}") from None
+    if s["genome"] is not None and len(s["genome"]) != len(GENOME_NAMES):
+        raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
+                         f"got {len(s['genome'])}")
+    try:
+        slot = slot_vector(s["slot"], 2)
+    except InputError as e:
+        raise UsageError(f"--slot: {e}") from None
+    if s["json"]:
+        try:
+            check_writable(s["json"])
+        except InputError as e:
+            raise UsageError(f"--json: {e}") from None
+
+    import jax
+
+    from .snapshot import run_snapshot
+    from .synthetic import synthetic_instance
+
+    t0 = time.perf_counter()
+    cluster, workload = synthetic_instance(s["machines"], s["rho"], s["seed"])
+    bar = None if args.quiet else progress.maybe("packing")
+    result = run_snapshot(cluster, workload, policies, s["trials"], s["seed"], s["sample_k"], slot,
+                          s["genome"], progress=bar)
+    wall = time.perf_counter() - t0
+    summary = result.summary()
+    doc = {
+        "jaxsched": __version__,
+        "experiment": "snapshot",
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items() if k != "json"}
+        | {"policy": list(policies), "slot": list(slot)},
+        "workload": {
+            "source": "synthetic",
+            "machines": cluster.num_machines,
+            "tasks": workload.num_tasks,
+            "resources": list(cluster.resources),
+        },
+        "policies": summary,
+    }
+    if s["json"]:
+        write_json_atomic(s["json"], doc)
+    if not args.quiet:
+        dev = jax.devices()
+        print(f"snapshot: {cluster.num_machines} machines, {workload.num_tasks} tasks, "
+              f"{s['trials']} trials, sample_k={s['sample_k'] or 'full scan'}, seed {s['seed']}, "
+              f"{len(dev)} {dev[0].platform} device(s), {wall:.1f}s")
+        print(format_table(summary, SNAPSHOT_COLUMNS))
+        if s["json"]:
+            print(f"wrote {s['json']}")
+    return 0
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    """Print the registered policies by family."""
+    from .policies import FAMILY, REGISTRY
+
+    for p in list(REGISTRY.values()) + [FAMILY]:
+        print(f"{p.family:14s} {p.name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `jaxsched` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    handler = {"snapshot": cmd_snapshot, "policies": cmd_policies}[args.command]
+    try:
+        return handler(args)
+    except UsageError as e:
+        print(f"jaxsched: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except InputError as e:  # invalid workload or settings found by the library
+        print(f"jaxsched: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("jaxsched: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Sequential greedy packing as one batched JAX program (POLICIES.md, "The picker").
+
+Every (policy row, trial) pair packs the same tasks in its trial's order onto its own
+copy of the cluster. One `lax.scan` step places task i for all P x T pairs at once:
+each policy scores its rows (vmapped over genomes, trials and machines), the picker
+takes the argmax, and the free-capacity carry f32[P, T, R, M] is updated in place.
+
+Two pickers, as the spec defines them:
+- full scan: argmax over all feasible machines, ties to the lowest index. Done in two
+  levels (the max of each 128-machine chunk in one fused pass, then the argmax inside
+  the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
+- sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
+  lowest machine index among them; when none is feasible, a full scan (skipped by a
+  real `lax.cond` unless some row of the batch needs it).
+
+Tasks run in compiled blocks of `block` steps, so one program serves any task count,
+the carry is donated between blocks, and long runs can report progress.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .errors import InputError
+
+from . import rng
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, get_policy, safe_inverse, score_machines, slot_vector
+from .types import Cluster, PackState, Workload
+
+CHUNK = 128
+PAD_CAPACITY = -1.0  # padding machines: never feasible, since demands are >= 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PackConfig:
+    """Static configuration of a packing program (hashable; one compile per value)."""
+
+    policies: tuple[str, ...]  # one name per batch row P; rows of one name share a vmap
+    sample_k: int = 0  # 0: full scan; K > 0: power-of-K choices with full-scan fallback
+    slot: tuple[float, ...] = (0.05, 0.05)
+    block: int = 512  # tasks per compiled block
+
+    def groups(self) -> list[tuple[str, int, int]]:
+        """Runs of equal policy names: (name, first row, end row)."""
+        out, row = [], 0
+        for name, run in itertools.groupby(self.policies):
+            n = len(list(run))
+            out.append((name, row, row + n))
+            row += n
+        return out
+
+    @property
+    def uses_noise(self) -> bool:
+        return "random" in self.policies
+
+
+def _score_rows(cfg, d, free, cap, inv, genomes, noise, cap_axes, noise_axes):
+    """Scores of every (row, trial) pair on its X machines: f32[P, T, X].
+
+    d f32[T, R]; free f32[P, T, R, X]; cap and inv share a layout whose (row, trial)
+    axes are cap_axes; noise likewise with noise_axes.
+    """
+    out = []
+    for name, lo, hi in cfg.groups():
+        policy = get_policy(name)
+
+        def one(dd, ff, cc, ii, g, nn, policy=policy):
+            return score_machines(policy, dd, ff, cc, ii, g, nn, cfg.slot)
+
+        per_trial = jax.vmap(one, in_axes=(0, 0, cap_axes[1], cap_axes[1], None, noise_axes[1]))
+        per_row = jax.vmap(per_trial, in_axes=(None, 0, cap_axes[0], cap_axes[0], 0, noise_axes[0]))
+        rows = slice(lo, hi)
+        c = cap[rows] if cap_axes[0] == 0 else cap
+        i = inv[rows] if cap_axes[0] == 0 else inv
+        n = noise[rows] if noise_axes[0] == 0 else noise
+        out.append(per_row(d, free[rows], c, i, genomes[rows], n))
+    return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
+
+
+def _noise(cfg, words, step, lanes):
+    if not cfg.uses_noise:
+        return jnp.zeros(lanes.shape, jnp.float32)
+    return rng.uniform_noise(words, step, lanes)
+
+
+def _full_scan(cfg, free, d, cap, inv, genomes, nwords, step, none):
+    """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit."""
+    P, T, R, Mp = free.shape
+    C = Mp // CHUNK
+    noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
+    s = _score_rows(cfg, d, free, cap, inv, genomes, noise, (None, None), (None, 0))
+    chunk_max = jnp.max(s.reshape(P, T, C, CHUNK), axis=-1)
+    best_chunk = jnp.argmax(chunk_max, axis=-1).astype(jnp.int32)  # lowest chunk among ties
+    found = jnp.max(chunk_max, axis=-1) > -jnp.inf
+    start = best_chunk * CHUNK
+    take = lambda a, s0: lax.dynamic_slice_in_dim(a, s0, CHUNK, axis=a.ndim - 1)
+    free_c = jax.vmap(jax.vmap(take))(free, start)  # [P, T, R, CH]
+    cap_c = jax.vmap(jax.vmap(take, in_axes=(None, 0)), in_axes=(None, 0))(cap, start)
+    inv_c = jax.vmap(jax.vmap(take, in_axes=(None, 0)), in_axes=(None, 0))(inv, start)
+    lanes = start[..., None] + jnp.arange(CHUNK, dtype=jnp.int32)[None, None, :]  # [P, T, CH]
+    noise_c = jax.vmap(lambda ln: _noise(cfg, nwords, step, ln))(lanes)
+    s_c = _score_rows(cfg, d, free_c, cap_c, inv_c, genomes, noise_c, (0, 0), (0, 0))
+    j = start + jnp.argmax(s_c, axis=-1).astype(jnp.int32)
+    return jnp.where(found, j, none)
+
+
+def _sampled(cfg, free, d, cap, inv, genomes, swords, nwords, step, num_machines, none):
+    """Power-of-K choice per (row, trial), with the full-scan fallback: i32[P, T]."""
+    P, T, R, Mp = free.shape
+    idx = rng.sample_machines(swords, step, cfg.sample_k, num_machines)  # [T, K], shared by rows
+    flat = free.reshape(P, T, R * Mp)
+    offs = (jnp.arange(R, dtype=jnp.int32) * Mp)[:, None, None]  # [R, 1, 1]
+    gather_idx = jnp.moveaxis(offs + idx[None], 0, 1)  # [T, R, K]
+    free_s = jax.vmap(jax.vmap(lambda fl, gi: fl[gi]), in_axes=(0, None))(flat, gather_idx)  # [P, T, R, K]
+    cap_s = jnp.moveaxis(cap[:, idx], 0, 1)  # [T, R, K]
+    inv_s = jnp.moveaxis(inv[:, idx], 0, 1)
+    noise = _noise(cfg, nwords, step, idx)
+    s = _score_rows(cfg, d, free_s, cap_s, inv_s, genomes, noise, (None, 0), (None, 0))
+    best = jnp.max(s, axis=-1, keepdims=True)
+    tied = (s == best) & (best > -jnp.inf)
+    j = jnp.min(jnp.where(tied, idx[None], none), axis=-1).astype(jnp.int32)
+    missing = j == none
+    return lax.cond(
+        jnp.any(missing),
+        lambda: jnp.where(missing, _full_scan(cfg, free, d, cap, inv, genomes, nwords, step, none), j),
+        lambda: j,
+    )
+
+
+def _place(free, j, d, none):
+    """free[p, t, :, j[p, t]] -= d[t] in place, skipping unplaced rows."""
+    P, T, R, Mp = free.shape
+    row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
+    dim = jnp.arange(R, dtype=jnp.int32)
+    flat = (row[..., None] * R + dim[None, None, :]) * Mp + j[..., None]  # [P, T, R]
+    flat = jnp.where((j == none)[..., None], free.size, flat)  # out of range: dropped
+    delta = jnp.broadcast_to(-d, (P, T, R))
+    out = free.reshape(-1).at[flat.reshape(-1)].add(delta.reshape(-1), mode="drop", unique_indices=True)
+    return out.reshape(free.shape)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg",), donate_argnames=("free",))
+def _pack_block(free, cap, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords,
+                *, cfg: PackConfig):
+    """Place tasks start..start+block-1 of every trial's order: (free, machine i32[block, P, T])."""
+    P, T, R, Mp = free.shape
+    none = jnp.int32(Mp)
+    steps = start + jnp.arange(cfg.block, dtype=jnp.int32)
+    d_blk = jnp.moveaxis(demand[order], 0, 1)  # order [T, block] -> [block, T, R]
+
+    def body(free, x):
+        d, step = x
+        if cfg.sample_k > 0:
+            j = _sampled(cfg, free, d, cap, inv, genomes, swords, nwords, step, num_machines, none)
+        else:
+            j = _full_scan(cfg, free, d, cap, inv, genomes, nwords, step, none)
+        j = jnp.where(step < num_tasks, j, none)
+        return _place(free, j, d, none), j
+
+    return lax.scan(body, free, (d_blk, steps))
+
+
+def _block_size(cfg_block: int, num_tasks: int) -> int:
+    return int(min(cfg_block, max(64, -(-num_tasks // 64) * 64)))
+
+
+def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
+         genomes=None, orders=None, progress: Callable[[int, int], None] | None = None) -> PackState:
+    """Pack the workload for every policy row of `cfg` and every trial key.
+
+    keys: the T trial keys (rng.trial_keys); orders: optional i32[T, N] task orders
+    (default: each trial's shuffle); genomes: f32[P, 8] for `family` rows (default
+    alpha_evolve's point). progress(done, total) is called after each block.
+    """
+    cap = np.asarray(cluster.capacity, np.float32)
+    demand = jnp.asarray(workload.demand, jnp.float32)
+    M, R = cap.shape
+    N = int(demand.shape[0])
+    P, T = len(cfg.policies), int(keys.shape[0])
+    slot = slot_vector(cfg.slot, R)
+    block = _block_size(cfg.block, N)
+    cfg = dataclasses.replace(cfg, slot=slot, block=block)
+    if cfg.sample_k < 0:
+        raise InputError(f"sample_k must be >= 0, got {cfg.sample_k}")
+
+    Mp = -(-M // CHUNK) * CHUNK
+    cap_t = np.full((R, Mp), PAD_CAPACITY, np.float32)
+    cap_t[:, :M] = cap.T
+    cap_t = jnp.asarray(cap_t)
+    inv_t = safe_inverse(cap_t)
+    if genomes is None:
+        genomes = np.broadcast_to(np.asarray(ALPHA_EVOLVE_GENOME, np.float32), (P, GENOME_SIZE))
+    genomes = jnp.asarray(genomes, jnp.float32)
+    if genomes.shape != (P, GENOME_SIZE):
+        raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
+
+    if orders is None:
+        orders = rng.trial_orders(keys, N)
+    orders = np.asarray(orders, np.int32)
+    n_blocks = max(1, -(-N // block))
+    padded = np.zeros((T, n_blocks * block), np.int32)
+    padded[:, :N] = orders
+    swords = rng.hash_words(keys, rng.STREAM_SAMPLE)
+    nwords = rng.hash_words(keys, rng.STREAM_NOISE)
+
+    free = jnp.broadcast_to(cap_t, (P, T, R, Mp)).copy()
+    chosen = []
+    for b in range(n_blocks):
+        start = b * block
+        free, j = _pack_block(free, cap_t, inv_t, demand, jnp.asarray(padded[:, start:start + block]),
+                              jnp.int32(start), jnp.int32(N), jnp.int32(M), genomes, swords, nwords, cfg=cfg)
+        chosen.append(j)
+        if progress is not None:
+            progress(min(start + block, N), N)
+
+    steps = np.concatenate([np.asarray(j) for j in chosen], axis=0)[:N]  # [N, P, T], permuted order
+    machine = np.where(steps >= M, -1, steps).transpose(1, 2, 0)  # [P, T, N]
+    placement = np.empty_like(machine)
+    rows = np.arange(T)[:, None]
+    for p in range(P):
+        placement[p][rows, orders] = machine[p]
+    free_mr = np.asarray(free)[..., :M].transpose(0, 1, 3, 2)  # [P, T, M, R]
+    return PackState(free=free_mr, placement=placement)

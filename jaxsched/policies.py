@@ -1,0 +1,269 @@
+"""The placement policies of shared/spec/POLICIES.md as pure JAX scoring functions.
+
+Each policy is a function of one machine's terms (demand, free, capacity and what
+the spec derives from them) returning a scalar score to maximize; `score_machines`
+vmaps it over the machine axis and masks infeasible machines with -inf. Guards of
+the spec: ratios a, b clamped to [1e-4, 1e4] (the upper clamp keeps powers finite
+when free capacity is float-rounding small), rho of a zero-capacity dimension is 0,
+residuals are clamped at 0 for scoring (a feasible residual is >= -1e-6 anyway).
+
+Layout: inside the library, free and capacity are dimension-major, f32[R, M], so the
+machine axis is contiguous; `score` is the public entry with the user layout [M, R].
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .errors import InputError
+
+FEASIBILITY_TOL = 1e-6
+EPS = 1e-3
+RATIO_MIN = 1e-4
+RATIO_MAX = 1e4
+DEFAULT_SLOT = (0.05, 0.05)
+GENOME_SIZE = 8
+GENOME_NAMES = ("w0", "w1", "w2", "w3", "w4", "w5", "p1", "p2")
+ALPHA_EVOLVE_GENOME = (1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0)
+
+
+def slot_vector(slot: tuple[float, ...] | None, num_resources: int) -> tuple[float, ...]:
+    """The standard slot per dimension: the given one, or 0.05 on CPU and memory.
+
+    A slot size of 0 leaves that dimension out of `slots` (default beyond the first two).
+    """
+    if slot is None:
+        slot = DEFAULT_SLOT
+    slot = tuple(float(s) for s in slot)
+    if len(slot) > num_resources:
+        raise InputError(f"slot has {len(slot)} entries for {num_resources} resource dimensions")
+    slot = slot + (0.0,) * (num_resources - len(slot))
+    if any(s < 0 for s in slot) or not any(s > 0 for s in slot):
+        raise InputError(f"slot sizes must be >= 0 with at least one > 0, got {slot}")
+    return slot
+
+
+# Per-machine vectors are tuples of R scalars, one per resource dimension: vmapping a
+# function of tuples over the machine axis keeps each dimension a contiguous [M] row,
+# where an [R]-vector per machine would make XLA transpose to [M, R] every step.
+
+def dmap(fn, *vecs):
+    """Apply fn across resource dimensions of equal-length tuples."""
+    return tuple(fn(*xs) for xs in zip(*vecs))
+
+
+def dsum(v):
+    """Sum over resource dimensions."""
+    return functools.reduce(jnp.add, v)
+
+
+def dmax(v):
+    """Max over resource dimensions."""
+    return functools.reduce(jnp.maximum, v)
+
+
+def dall(v):
+    """All over resource dimensions."""
+    return functools.reduce(jnp.logical_and, v)
+
+
+def slots(v, slot: tuple[float, ...]) -> jax.Array:
+    """Whole standard slots that fit in v (a tuple of per-dimension values), float32-safe.
+
+    A slot fits where s_x <= v_x + 1e-6, the feasibility rule, so k slots fit where
+    k s_x <= v_x + 1e-6: slots = floor(min_x (v_x + 1e-6) / s_x) over dims with s_x > 0.
+    """
+    per_dim = [(vx + FEASIBILITY_TOL) / s for vx, s in zip(v, slot) if s > 0]
+    return jnp.maximum(jnp.floor(functools.reduce(jnp.minimum, per_dim)), 0.0)
+
+
+def columns(a: jax.Array) -> tuple[jax.Array, ...]:
+    """Split the last axis of `a` into a tuple of per-dimension arrays."""
+    return tuple(a[..., x] for x in range(a.shape[-1]))
+
+
+class Terms(NamedTuple):
+    """Everything a score may use, for one task on one machine (tuples: one entry per dim)."""
+
+    d: tuple  # demand
+    f: tuple  # free before placement
+    c: tuple  # capacity
+    ic: tuple  # 1 / capacity, 0 where capacity <= 0
+    r: tuple  # residual f - d, clamped at 0
+    rho: tuple  # normalized residual r / c, 0 where c == 0
+    u: tuple  # utilization after placement, 1 - rho
+    u0: tuple  # utilization before placement, 1 - f / c
+    a: jax.Array  # f32[] clamped d_cpu / f_cpu
+    b: jax.Array  # f32[] clamped d_mem / f_mem
+    fit: jax.Array  # f32[] best_fit score, sum of u
+    slots_f: jax.Array  # f32[] slots(f)
+    slots_r: jax.Array  # f32[] slots(r)
+    noise: jax.Array  # f32[] the trial's uniform draw for this machine
+    slot: tuple[float, ...]  # static standard slot
+
+
+def _ratio(num, den):
+    safe = jnp.where(den > 0, den, 1.0)
+    raw = jnp.where(den > 0, num / safe, jnp.where(num > 0, RATIO_MAX, RATIO_MIN))
+    return jnp.clip(raw, RATIO_MIN, RATIO_MAX)
+
+
+def machine_terms(d, f, c, inv_c, noise, slot) -> Terms:
+    """The spec's derived quantities for one machine. inv_c = 1/c, 0 where c <= 0."""
+    r = dmap(lambda fx, dx: jnp.maximum(fx - dx, 0.0), f, d)
+    rho = dmap(jnp.multiply, r, inv_c)
+    u = dmap(lambda x: 1.0 - x, rho)
+    u0 = dmap(lambda fx, ix: 1.0 - jnp.maximum(fx, 0.0) * ix, f, inv_c)
+    return Terms(
+        d=d, f=f, c=c, ic=inv_c, r=r, rho=rho, u=u, u0=u0,
+        a=_ratio(d[0], f[0]), b=_ratio(d[1], f[1]),
+        fit=dsum(u), slots_f=slots(dmap(lambda x: jnp.maximum(x, 0.0), f), slot), slots_r=slots(r, slot),
+        noise=noise, slot=slot,
+    )
+
+
+def feasible(d, f, c):
+    """Task fits: d_x <= f_x + 1e-6 everywhere, and never on a zero-capacity dimension it uses."""
+    return dall(dmap(lambda dx, fx, cx: (dx <= fx + FEASIBILITY_TOL) & ((cx > 0) | (dx <= 0)), d, f, c))
+
+
+def _cos(t: Terms):
+    x = dmap(jnp.multiply, t.d, t.ic)
+    y = dmap(jnp.multiply, t.f, t.ic)
+    nx, ny = jnp.sqrt(dsum(dmap(jnp.square, x))), jnp.sqrt(dsum(dmap(jnp.square, y)))
+    den = nx * ny
+    return jnp.where(den > 0, dsum(dmap(jnp.multiply, x, y)) / jnp.where(den > 0, den, 1.0), 0.0)
+
+
+def _pow(x, p):
+    # Exact at the integer points the spec names (alpha_evolve is p = 1).
+    return jnp.where(p == 1.0, x, jnp.where(p == 2.0, x * x, jnp.power(x, p)))
+
+
+def family(t: Terms, g) -> jax.Array:
+    """-(w0 a^p1 + w1 b^p1 + w2 (b/a)^p2 + w3 (a/b)^p2 + w4 (sum u) + w5 |rho_c - rho_m|)."""
+    a, b = t.a, t.b
+    s = g[0] * _pow(a, g[6]) + g[1] * _pow(b, g[6])
+    s = s + g[2] * _pow(b / a, g[7])
+    s = s + g[3] * _pow(a / b, g[7])
+    s = s + g[4] * t.fit
+    s = s + g[5] * jnp.abs(t.rho[0] - t.rho[1])
+    # A huge weight or power must not put inf or NaN before the argmax.
+    return jnp.nan_to_num(-s, nan=-3e38, posinf=3e38, neginf=-3e38)
+
+
+def _inv(c):
+    return jnp.where(c > 0, 1.0 / jnp.where(c > 0, c, 1.0), 0.0)
+
+
+def _min_strand(t: Terms, g):
+    s_c, s_m = t.slot[0], t.slot[1]
+    return -(jnp.where(t.r[1] < s_m, t.rho[0], 0.0) + jnp.where(t.r[0] < s_c, t.rho[1], 0.0)) + EPS * t.fit
+
+
+class Policy(NamedTuple):
+    """A registered policy: its spec family and per-machine score (maximized)."""
+
+    name: str
+    family: str
+    score: Callable[[Terms, jax.Array], jax.Array]  # (terms, genome f32[8]) -> f32[]
+    deterministic: bool = True
+
+
+def _policy(name, family_name, fn, deterministic=True):
+    return name, Policy(name, family_name, fn, deterministic)
+
+
+# The 20 policies of the spec's table that exist today, in its order; `evo_search`
+# joins when the tuning work ships its champion genome.
+REGISTRY: dict[str, Policy] = dict([
+    _policy("first_fit", "baseline", lambda t, g: jnp.zeros_like(t.fit)),
+    _policy("random", "baseline", lambda t, g: t.noise, deterministic=False),
+    _policy("best_fit", "tight pack", lambda t, g: t.fit),
+    _policy("norm2", "tight pack", lambda t, g: -dsum(dmap(jnp.square, t.rho))),
+    _policy("cheby", "tight pack", lambda t, g: -dmax(t.rho)),
+    _policy("dot", "alignment", lambda t, g: dsum(dmap(lambda d, f, i: d * f * i * i, t.d, t.f, t.ic))),
+    _policy("cosine", "alignment", lambda t, g: _cos(t)),
+    _policy("tetris", "alignment", lambda t, g: dsum(dmap(jnp.multiply, t.d, t.f))),
+    _policy("align_fill", "alignment", lambda t, g: _cos(t) + 0.5 * t.fit),
+    _policy("worst_fit", "spread", lambda t, g: -t.fit),
+    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, u0: jnp.power(10.0, u) - jnp.power(10.0, u0), t.u, t.u0))),
+    _policy("convex_spread", "spread", lambda t, g: -dsum(dmap(lambda u: 1.0 / (1.05 - u), t.u))),
+    _policy("balance", "dim-aware", lambda t, g: -jnp.abs(t.rho[0] - t.rho[1])),
+    _policy("min_strand", "dim-aware", _min_strand),
+    _policy("imbalance_wt", "dim-aware",
+            lambda t, g: -jnp.abs(t.rho[0] - t.rho[1]) * (t.rho[0] + t.rho[1])),
+    _policy("slot_loss", "dim-aware", lambda t, g: -(t.slots_f - t.slots_r) + EPS * t.fit),
+    _policy("alpha_evolve", "evolved", lambda t, g: -(t.a + t.b + t.b / t.a + t.a / t.b)),
+    _policy("ae_tight", "evolved", lambda t, g: (t.a + t.b) - (t.b / t.a + t.a / t.b)),
+    _policy("ae_shape", "evolved", lambda t, g: -(t.b / t.a + t.a / t.b)),
+    _policy("ae_pow", "evolved",
+            lambda t, g: -(t.a + t.b + (t.b / t.a) * (t.b / t.a) + (t.a / t.b) * (t.a / t.b))),
+])
+
+# The parameterized family itself, scored at each row's genome; not one of the 21.
+FAMILY = Policy("family", "parameterized", family)
+
+
+def get_policy(name: str) -> Policy:
+    """The policy registered under `name` (or the parameterized `family`)."""
+    if name == FAMILY.name:
+        return FAMILY
+    if name not in REGISTRY:
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(list(REGISTRY) + [FAMILY.name])}")
+    return REGISTRY[name]
+
+
+def policy_names(spec: str) -> tuple[str, ...]:
+    """Parse a comma-separated policy list; 'all' is every registered policy."""
+    names: list[str] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        for name in (REGISTRY if part == "all" else [part]):
+            get_policy(name)
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise KeyError("no policy given")
+    return tuple(names)
+
+
+def safe_inverse(capacity: jax.Array) -> jax.Array:
+    """1 / capacity, 0 where capacity <= 0 (padding machines carry -1)."""
+    return _inv(capacity)
+
+
+def score_machines(policy: Policy, demand, free, capacity, inv_capacity, genome, noise, slot):
+    """Scores of one task on X machines, -inf where infeasible: f32[X].
+
+    demand f32[R]; free, capacity, inv_capacity f32[R, X] (dimension-major);
+    genome f32[8]; noise f32[X]; slot a static tuple.
+    """
+    d = tuple(demand[x] for x in range(demand.shape[0]))
+
+    def one(f, c, ic, n):
+        t = machine_terms(d, f, c, ic, n, slot)
+        return jnp.where(feasible(d, f, c), policy.score(t, genome), -jnp.inf)
+
+    rows = lambda a: tuple(a[x] for x in range(a.shape[0]))
+    return jax.vmap(one)(rows(free), rows(capacity), rows(inv_capacity), noise)
+
+
+def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None) -> jax.Array:
+    """Score one task on every machine, user layout: demand f32[R], free/capacity f32[M, R].
+
+    Returns f32[M], -inf on infeasible machines. `genome` feeds `family`; `noise`
+    (f32[M] uniform) feeds `random`.
+    """
+    demand = jnp.asarray(demand, jnp.float32)
+    free_t = jnp.asarray(free, jnp.float32).T
+    cap_t = jnp.asarray(capacity, jnp.float32).T
+    g = jnp.asarray(ALPHA_EVOLVE_GENOME if genome is None else genome, jnp.float32)
+    n = jnp.zeros(cap_t.shape[1], jnp.float32) if noise is None else jnp.asarray(noise, jnp.float32)
+    return score_machines(get_policy(name), demand, free_t, cap_t, safe_inverse(cap_t), g, n,
+                          slot_vector(slot, cap_t.shape[0]))

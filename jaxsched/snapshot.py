@@ -1,0 +1,90 @@
+"""The snapshot experiment: pack one workload with every policy over shuffled trials.
+
+All (policy, trial) pairs run as one batched packing; trial t uses the same task order
+and the same random stream for every policy (common random numbers). Metrics are
+summarized per policy as mean, spread (sample standard deviation), min and max over
+trials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from .errors import InputError
+
+from . import rng
+from .metrics import Metrics, snapshot_metrics
+from .packing import PackConfig, pack
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, slot_vector
+from .types import Cluster, Workload, validate
+
+EXPERIMENT = "snapshot"
+
+
+@dataclasses.dataclass(frozen=True)
+class SnapshotResult:
+    """Per-(policy, trial) metrics of one snapshot experiment."""
+
+    policies: tuple[str, ...]
+    resources: tuple[str, ...]
+    metrics: Metrics  # arrays with leading axes [P, T]
+    placement: np.ndarray  # i32[P, T, N]
+
+    def table(self) -> dict[str, dict[str, np.ndarray]]:
+        """{policy: {metric name: f64[T] values}} with per-dimension metrics split out."""
+        out = {}
+        for p, name in enumerate(self.policies):
+            m = {
+                "placed": self.metrics.placed[p],
+                "placed_fraction": self.metrics.placed_fraction[p],
+                "placed_weighted": self.metrics.placed_weighted[p],
+                "holes": self.metrics.holes[p],
+            }
+            for x, res in enumerate(self.resources):
+                m[f"utilization_{res}"] = self.metrics.utilization[p][:, x]
+            for x, res in enumerate(self.resources):
+                m[f"stranding_{res}"] = self.metrics.stranding[p][:, x]
+            out[name] = {k: np.asarray(v, np.float64) for k, v in m.items()}
+        return out
+
+    def summary(self) -> dict[str, dict[str, dict[str, float | list[float]]]]:
+        """{policy: {metric: {mean, std, min, max, trials}}}, plain floats for JSON."""
+        return {name: {k: summarize(v) for k, v in metrics.items()} for name, metrics in self.table().items()}
+
+
+def summarize(values: np.ndarray) -> dict[str, float | list[float]]:
+    """Mean, sample std (0 for one trial), min, max and the per-trial values."""
+    v = np.asarray(values, np.float64)
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std(ddof=1)) if v.size > 1 else 0.0,
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "trials": [float(x) for x in v],
+    }
+
+
+def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...], trials: int, seed: int,
+                 sample_k: int = 0, slot=None, genome=None,
+                 progress: Callable[[int, int], None] | None = None) -> SnapshotResult:
+    """Pack `workload` on `cluster` with each policy over `trials` shuffled orders."""
+    validate(cluster, workload)
+    if trials < 1:
+        raise InputError(f"trials must be >= 1, got {trials}")
+    R = cluster.num_resources
+    slot = slot_vector(slot, R)
+    g = np.asarray(ALPHA_EVOLVE_GENOME if genome is None else genome, np.float32)
+    if g.shape != (GENOME_SIZE,) or not np.all(np.isfinite(g)):
+        raise InputError(f"genome must be {GENOME_SIZE} finite numbers (w0..w5, p1, p2)")
+    cfg = PackConfig(policies=tuple(policies), sample_k=int(sample_k), slot=slot)
+    keys = rng.trial_keys(seed, EXPERIMENT, trials)
+    genomes = np.broadcast_to(g, (len(policies), GENOME_SIZE))
+    state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
+    metrics = snapshot_metrics(state.free, cluster.capacity, state.placement, workload.demand, slot)
+    metrics = Metrics(*(np.asarray(x) for x in metrics))
+    resources = tuple(cluster.resources)[:R] if len(cluster.resources) >= R else tuple(f"r{x}" for x in range(R))
+    return SnapshotResult(policies=tuple(policies), resources=resources, metrics=metrics,
+                          placement=np.asarray(state.placement))

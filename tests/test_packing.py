@@ -1,0 +1,122 @@
+"""The batched JAX packing against the float64 reference loop, placement for placement."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxsched
+from jaxsched import policies, rng
+from jaxsched.packing import PackConfig, pack
+from jaxsched.types import Cluster, Workload
+
+import reference
+
+NAMES = list(policies.REGISTRY) + ["family"]
+GENOME = np.array([0.7, 1.3, 0.4, 0.9, 0.5, 2.0, 1.5, 0.75], np.float32)
+
+
+def instance(seed, M=16, N=60, R=2):
+    """Continuous random capacities and demands (no structural ties), about 100% loaded."""
+    g = np.random.default_rng(seed)
+    cap = g.uniform(0.3, 1.0, (M, R)).astype(np.float32)
+    dem = g.uniform(0.02, 0.3, (N, R)).astype(np.float32)
+    zeros = np.zeros(N, np.float32)
+    return Cluster(cap), Workload(dem, np.zeros(N, np.int32), zeros, zeros)
+
+
+def draws(keys, N, M, k):
+    """The sample and noise draws the packing makes, per trial and step, for the reference."""
+    sw, nw = rng.hash_words(keys, rng.STREAM_SAMPLE), rng.hash_words(keys, rng.STREAM_NOISE)
+    samples = np.stack([np.asarray(rng.sample_machines(sw, i, k, M)) for i in range(N)], 1) if k else None
+    noise = np.stack([np.asarray(rng.uniform_noise(nw, i, np.arange(M))) for i in range(N)], 1)
+    return samples, noise  # [T, N, K], [T, N, M]
+
+
+@pytest.mark.parametrize("sample_k", [0, 3])
+def test_placements_match_reference(sample_k):
+    checked = {n: 0 for n in NAMES}
+    for seed in range(3):
+        cluster, wl = instance(seed)
+        M, N, T = cluster.num_machines, wl.num_tasks, 2
+        keys = rng.trial_keys(seed, "test", T)
+        orders = np.asarray(rng.trial_orders(keys, N))
+        genomes = np.stack([GENOME] * len(NAMES))
+        st_ = pack(cluster, wl, PackConfig(policies=tuple(NAMES), sample_k=sample_k), keys, genomes=genomes)
+        samples, noise = draws(keys, N, M, sample_k)
+        for p, name in enumerate(NAMES):
+            for t in range(T):
+                want, free, fragile = reference.pack(
+                    cluster.capacity, wl.demand, orders[t], name, GENOME,
+                    None if samples is None else samples[t], noise[t], fragility=1e-5)
+                if fragile:
+                    continue
+                checked[name] += 1
+                np.testing.assert_array_equal(st_.placement[p, t], want, err_msg=f"{name} trial {t}")
+                np.testing.assert_allclose(st_.free[p, t], free, atol=1e-5)
+    assert all(v >= 2 for v in checked.values()), checked
+    assert sum(checked.values()) >= 0.8 * 6 * len(NAMES), checked
+
+
+def test_batching_does_not_change_results():
+    cluster, wl = instance(7, M=40, N=120)
+    keys = rng.trial_keys(3, "test", 3)
+    both = pack(cluster, wl, PackConfig(policies=("best_fit", "alpha_evolve", "random"), sample_k=4), keys)
+    for p, name in enumerate(("best_fit", "alpha_evolve", "random")):
+        alone = pack(cluster, wl, PackConfig(policies=(name,), sample_k=4), keys)
+        np.testing.assert_array_equal(both.placement[p], alone.placement[0])
+        np.testing.assert_array_equal(both.free[p], alone.free[0])
+
+
+def test_trials_share_orders_across_policies():
+    """Common random numbers: first_fit and best_fit see the same task order in trial t."""
+    cluster, wl = instance(1, M=400, N=30)  # plenty of room: first_fit fills machine 0 first
+    keys = rng.trial_keys(0, "test", 2)
+    order = np.asarray(rng.trial_orders(keys, wl.num_tasks))
+    st_ = pack(cluster, wl, PackConfig(policies=("first_fit",)), keys)
+    first = st_.placement[0, 0, order[0][0]]
+    assert first == 0
+    assert not np.array_equal(order[0], order[1])
+
+
+def test_block_boundaries_do_not_matter():
+    cluster, wl = instance(2, M=30, N=150)
+    keys = rng.trial_keys(0, "test", 2)
+    a = pack(cluster, wl, PackConfig(policies=("cosine", "random"), sample_k=5, block=64), keys)
+    b = pack(cluster, wl, PackConfig(policies=("cosine", "random"), sample_k=5, block=512), keys)
+    np.testing.assert_array_equal(a.placement, b.placement)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), M=st.integers(1, 40), N=st.integers(1, 90), R=st.integers(2, 3),
+       k=st.sampled_from([0, 1, 4]), names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3))
+def test_never_overcommits_and_counts_add_up(seed, M, N, R, k, names):
+    g = np.random.default_rng(seed)
+    cap = g.choice([0.0, 0.25, 0.5, 1.0], (M, R), p=[0.1, 0.3, 0.3, 0.3]).astype(np.float32)
+    dem = (g.uniform(0, 0.4, (N, R)) * (g.uniform(size=(N, R)) > 0.1)).astype(np.float32)
+    zeros = np.zeros(N, np.float32)
+    cluster, wl = Cluster(cap), Workload(dem, np.zeros(N, np.int32), zeros, zeros)
+    keys = rng.trial_keys(seed, "prop", 2)
+    st_ = pack(cluster, wl, PackConfig(policies=tuple(names), sample_k=k), keys,
+               genomes=np.stack([GENOME] * len(names)))
+    assert st_.free.min() >= -1e-6
+    for p in range(len(names)):
+        for t in range(2):
+            pl = st_.placement[p, t]
+            used = np.zeros((M, R))
+            np.add.at(used, pl[pl >= 0], dem[pl >= 0])
+            np.testing.assert_allclose(cap - st_.free[p, t], used, atol=1e-5)
+            # no demand ever lands on a zero-capacity dimension
+            assert not np.any((cap[pl[pl >= 0]] == 0) & (dem[pl >= 0] > 0))
+            m = jaxsched.snapshot_metrics(st_.free[p:p + 1, t:t + 1], cap, st_.placement[p:p + 1, t:t + 1],
+                                          dem, (0.05, 0.05) + (0.0,) * (R - 2))
+            assert int(m.placed[0, 0]) == int((pl >= 0).sum())
+
+
+def test_unplaceable_task_stays_unplaced():
+    cap = np.array([[0.5, 0.5], [0.25, 1.0]], np.float32)
+    dem = np.array([[0.6, 0.1], [0.1, 0.1]], np.float32)
+    zeros = np.zeros(2, np.float32)
+    st_ = pack(Cluster(cap), Workload(dem, np.zeros(2, np.int32), zeros, zeros),
+               PackConfig(policies=("best_fit",), sample_k=1), rng.trial_keys(0, "t", 1))
+    assert st_.placement[0, 0, 0] == -1 and st_.placement[0, 0, 1] >= 0

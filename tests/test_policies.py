@@ -1,0 +1,78 @@
+"""Every policy's JAX score against the float64 reference, and the spec's guards."""
+
+import numpy as np
+import pytest
+
+import jaxsched
+from jaxsched import policies
+
+import reference
+
+NAMES = list(policies.REGISTRY) + ["family"]
+GENOME = (0.7, 1.3, 0.4, 0.9, 0.5, 2.0, 1.5, 0.75)
+
+
+def random_state(seed, M=64, R=2):
+    rng = np.random.default_rng(seed)
+    cap = rng.uniform(0.2, 1.0, (M, R))
+    free = cap * rng.uniform(0.0, 1.0, (M, R))
+    d = rng.uniform(0.005, 0.3, R)
+    return d.astype(np.float32), free.astype(np.float32), cap.astype(np.float32)
+
+
+def test_registry_holds_the_spec_table():
+    spec = ["first_fit", "random", "best_fit", "norm2", "cheby", "dot", "cosine", "tetris", "align_fill",
+            "worst_fit", "epvm", "convex_spread", "balance", "min_strand", "imbalance_wt", "slot_loss",
+            "alpha_evolve", "ae_tight", "ae_shape", "ae_pow"]
+    assert list(policies.REGISTRY) == spec
+    assert policies.policy_names("all") == tuple(spec)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("R", [2, 3])
+def test_score_matches_reference(name, R):
+    for seed in range(5):
+        d, free, cap = random_state(seed, R=R)
+        noise = np.random.default_rng(seed + 100).uniform(size=len(cap)).astype(np.float32)
+        got = np.asarray(jaxsched.score(name, d, free, cap, genome=GENOME, noise=noise))
+        want = reference.scores(name, d, free, cap, genome=GENOME, noise=noise)
+        assert np.array_equal(np.isfinite(got), np.isfinite(want)), "feasibility differs"
+        ok = np.isfinite(want)
+        assert ok.any()
+        np.testing.assert_allclose(got[ok], want[ok], rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_guards_no_nan_or_inf_on_feasible_machines(name):
+    # Zero free, zero capacity, tiny and exact-fit values: the corners of every guard.
+    cap = np.array([[1, 1], [0.5, 0], [0, 0.5], [1e-7, 1], [1, 1], [0.3, 0.3], [1, 1e-9]], np.float32)
+    free = np.array([[0, 0], [0.5, 0], [0, 0.5], [1e-7, 1], [1e-9, 1e-9], [0.3, 0.3], [1, 0]], np.float32)
+    demands = [(0, 0), (0.1, 0), (0, 0.1), (1e-7, 1e-7), (0.3, 0.3), (1e-9, 0), (5e-7, 5e-7)]
+    genomes = [GENOME, (1, 1, 1, 1, 0, 0, 4, 4), (-1e30, 1e30, 1e30, -1e30, 0, 0, 0.25, 3)]
+    for d in demands:
+        for g in genomes:
+            s = np.asarray(jaxsched.score(name, np.asarray(d, np.float32), free, cap, genome=g,
+                                          noise=np.full(len(cap), 0.5, np.float32)))
+            feas = reference.feasible(np.asarray(d, np.float64), free.astype(np.float64), cap.astype(np.float64))
+            assert np.array_equal(s > -np.inf, feas), (d, s)
+            assert np.all(np.isfinite(s[feas])), (d, g, s)
+
+
+def test_zero_capacity_dimension_never_takes_a_demand():
+    cap = np.array([[1.0, 0.0], [1.0, 1.0]], np.float32)
+    s = np.asarray(jaxsched.score("best_fit", np.array([0.1, 5e-7], np.float32), cap, cap))
+    assert s[0] == -np.inf and np.isfinite(s[1])
+
+
+def test_alpha_evolve_is_an_exact_point_of_the_family():
+    for seed in range(10):
+        d, free, cap = random_state(seed)
+        fam = np.asarray(jaxsched.score("family", d, free, cap, genome=policies.ALPHA_EVOLVE_GENOME))
+        ae = np.asarray(jaxsched.score("alpha_evolve", d, free, cap))
+        assert np.array_equal(fam, ae)
+
+
+def test_policy_names_parsing():
+    assert policies.policy_names("best_fit, alpha_evolve,best_fit") == ("best_fit", "alpha_evolve")
+    with pytest.raises(KeyError, match="unknown policy 'nope'"):
+        policies.policy_names("best_fit,nope")
