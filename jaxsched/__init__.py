@@ -18,6 +18,7 @@ from .rng import trial_keys, trial_orders
 from .snapshot import SnapshotResult, run_snapshot
 from .synthetic import synthetic_cluster, synthetic_instance, synthetic_workload
 from .types import Cluster, PackState, Workload
+from . import errors
 
 __all__ = [
     "ALPHA_EVOLVE_GENOME", "FAMILY", "GENOME_NAMES", "REGISTRY", "Cluster", "Metrics", "PackConfig",

@@ -62,26 +62,25 @@ class PackConfig:
         return "random" in self.policies
 
 
-def _score_rows(cfg, d, free, cap, inv, genomes, noise, cap_axes, noise_axes):
+def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes):
     """Scores of every (row, trial) pair on its X machines: f32[P, T, X].
 
-    d f32[T, R]; free f32[P, T, R, X]; cap and inv share a layout whose (row, trial)
-    axes are cap_axes; noise likewise with noise_axes.
+    d f32[T, R]; free f32[P, T, R, X]; inv (1 / capacity) has (row, trial) batch axes
+    `inv_axes` (None: shared), noise likewise `noise_axes`.
     """
     out = []
     for name, lo, hi in cfg.groups():
         policy = get_policy(name)
 
-        def one(dd, ff, cc, ii, g, nn, policy=policy):
-            return score_machines(policy, dd, ff, cc, ii, g, nn, cfg.slot)
+        def one(dd, ff, ii, g, nn, policy=policy):
+            return score_machines(policy, dd, ff, ii, g, nn, cfg.slot)
 
-        per_trial = jax.vmap(one, in_axes=(0, 0, cap_axes[1], cap_axes[1], None, noise_axes[1]))
-        per_row = jax.vmap(per_trial, in_axes=(None, 0, cap_axes[0], cap_axes[0], 0, noise_axes[0]))
+        per_trial = jax.vmap(one, in_axes=(0, 0, inv_axes[1], None, noise_axes[1]))
+        per_row = jax.vmap(per_trial, in_axes=(None, 0, inv_axes[0], 0, noise_axes[0]))
         rows = slice(lo, hi)
-        c = cap[rows] if cap_axes[0] == 0 else cap
-        i = inv[rows] if cap_axes[0] == 0 else inv
+        i = inv[rows] if inv_axes[0] == 0 else inv
         n = noise[rows] if noise_axes[0] == 0 else noise
-        out.append(per_row(d, free[rows], c, i, genomes[rows], n))
+        out.append(per_row(d, free[rows], i, genomes[rows], n))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
 
@@ -91,46 +90,55 @@ def _noise(cfg, words, step, lanes):
     return rng.uniform_noise(words, step, lanes)
 
 
-def _full_scan(cfg, free, d, cap, inv, genomes, nwords, step, none):
+def _take(flat, index):
+    """flat[index] for in-range indices, as one 1-D gather (the fastest form on CPU)."""
+    return flat.at[index].get(mode="promise_in_bounds")
+
+
+def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit."""
     P, T, R, Mp = free.shape
     C = Mp // CHUNK
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
-    s = _score_rows(cfg, d, free, cap, inv, genomes, noise, (None, None), (None, 0))
+    s = _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0))
     chunk_max = jnp.max(s.reshape(P, T, C, CHUNK), axis=-1)
     best_chunk = jnp.argmax(chunk_max, axis=-1).astype(jnp.int32)  # lowest chunk among ties
     found = jnp.max(chunk_max, axis=-1) > -jnp.inf
-    start = best_chunk * CHUNK
-    take = lambda a, s0: lax.dynamic_slice_in_dim(a, s0, CHUNK, axis=a.ndim - 1)
-    free_c = jax.vmap(jax.vmap(take))(free, start)  # [P, T, R, CH]
-    cap_c = jax.vmap(jax.vmap(take, in_axes=(None, 0)), in_axes=(None, 0))(cap, start)
-    inv_c = jax.vmap(jax.vmap(take, in_axes=(None, 0)), in_axes=(None, 0))(inv, start)
-    lanes = start[..., None] + jnp.arange(CHUNK, dtype=jnp.int32)[None, None, :]  # [P, T, CH]
+    # Re-score the winning chunk of each row: [P, T, R, CH] gathered from the flat state.
+    lanes = (best_chunk * CHUNK)[..., None] + jnp.arange(CHUNK, dtype=jnp.int32)[None, None, :]
+    row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * R
+    dim = jnp.arange(R, dtype=jnp.int32).reshape(1, 1, R, 1)
+    free_c = _take(free.reshape(-1), (row + dim) * Mp + lanes[:, :, None, :])
+    inv_c = _take(inv.reshape(-1), dim * Mp + lanes[:, :, None, :])
     noise_c = jax.vmap(lambda ln: _noise(cfg, nwords, step, ln))(lanes)
-    s_c = _score_rows(cfg, d, free_c, cap_c, inv_c, genomes, noise_c, (0, 0), (0, 0))
-    j = start + jnp.argmax(s_c, axis=-1).astype(jnp.int32)
+    s_c = _score_rows(cfg, d, free_c, inv_c, genomes, noise_c, (0, 0), (0, 0))
+    j = lanes[..., 0] + jnp.argmax(s_c, axis=-1).astype(jnp.int32)
     return jnp.where(found, j, none)
 
 
-def _sampled(cfg, free, d, cap, inv, genomes, swords, nwords, step, num_machines, none):
-    """Power-of-K choice per (row, trial), with the full-scan fallback: i32[P, T]."""
+def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback):
+    """Power-of-K choice per (row, trial) among machines idx i32[T, K]: i32[P, T].
+
+    With `fallback`, rows whose K draws are all infeasible get a full scan; without
+    it they get `none` and the caller must redo the block with the fallback on.
+    """
     P, T, R, Mp = free.shape
-    idx = rng.sample_machines(swords, step, cfg.sample_k, num_machines)  # [T, K], shared by rows
-    flat = free.reshape(P, T, R * Mp)
-    offs = (jnp.arange(R, dtype=jnp.int32) * Mp)[:, None, None]  # [R, 1, 1]
-    gather_idx = jnp.moveaxis(offs + idx[None], 0, 1)  # [T, R, K]
-    free_s = jax.vmap(jax.vmap(lambda fl, gi: fl[gi]), in_axes=(0, None))(flat, gather_idx)  # [P, T, R, K]
-    cap_s = jnp.moveaxis(cap[:, idx], 0, 1)  # [T, R, K]
-    inv_s = jnp.moveaxis(inv[:, idx], 0, 1)
+    dim = jnp.arange(R, dtype=jnp.int32).reshape(1, R, 1)
+    at = dim * Mp + idx[:, None, :]  # [T, R, K]
+    row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * (R * Mp)
+    free_s = _take(free.reshape(-1), row + at[None])  # [P, T, R, K]
+    inv_s = _take(inv.reshape(-1), at)  # [T, R, K]
     noise = _noise(cfg, nwords, step, idx)
-    s = _score_rows(cfg, d, free_s, cap_s, inv_s, genomes, noise, (None, 0), (None, 0))
+    s = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0))
     best = jnp.max(s, axis=-1, keepdims=True)
     tied = (s == best) & (best > -jnp.inf)
     j = jnp.min(jnp.where(tied, idx[None], none), axis=-1).astype(jnp.int32)
+    if not fallback:
+        return j
     missing = j == none
     return lax.cond(
         jnp.any(missing),
-        lambda: jnp.where(missing, _full_scan(cfg, free, d, cap, inv, genomes, nwords, step, none), j),
+        lambda: jnp.where(missing, _full_scan(cfg, free, d, inv, genomes, nwords, step, none), j),
         lambda: j,
     )
 
@@ -147,25 +155,43 @@ def _place(free, j, d, none):
     return out.reshape(free.shape)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg",), donate_argnames=("free",))
-def _pack_block(free, cap, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords,
-                *, cfg: PackConfig):
-    """Place tasks start..start+block-1 of every trial's order: (free, machine i32[block, P, T])."""
+def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords,
+                *, cfg: PackConfig, fallback: bool):
+    """Place tasks start..start+block-1 of every trial's order.
+
+    Returns (free, machine i32[block, P, T], missed: whether some sampled placement
+    found no feasible draw; only possible, and then meaningless, without `fallback`).
+    """
     P, T, R, Mp = free.shape
     none = jnp.int32(Mp)
     steps = start + jnp.arange(cfg.block, dtype=jnp.int32)
     d_blk = jnp.moveaxis(demand[order], 0, 1)  # order [T, block] -> [block, T, R]
 
-    def body(free, x):
-        d, step = x
-        if cfg.sample_k > 0:
-            j = _sampled(cfg, free, d, cap, inv, genomes, swords, nwords, step, num_machines, none)
-        else:
-            j = _full_scan(cfg, free, d, cap, inv, genomes, nwords, step, none)
-        j = jnp.where(step < num_tasks, j, none)
-        return _place(free, j, d, none), j
+    # The block's sample draws in one vectorized pass, [block, T, K], shared by all rows.
+    draw = lambda step: rng.sample_machines(swords, step, max(cfg.sample_k, 1), num_machines)
+    idx_blk = jax.vmap(draw)(steps) if cfg.sample_k > 0 else jnp.zeros((cfg.block, 0), jnp.int32)
 
-    return lax.scan(body, free, (d_blk, steps))
+    def body(free, x):
+        d, step, idx = x
+        if cfg.sample_k > 0:
+            j = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback)
+        else:
+            j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none)
+        live = step < num_tasks
+        j = jnp.where(live, j, none)
+        missed = live & jnp.any(j == none) if cfg.sample_k > 0 and not fallback else jnp.bool_(False)
+        return _place(free, j, d, none), (j, missed)
+
+    free, (j, missed) = lax.scan(body, free, (d_blk, steps, idx_blk))
+    return free, j, jnp.any(missed)
+
+
+# A lax.cond that reads the carry makes XLA copy the whole carry every step (measured:
+# 41 us instead of 15 us a step at batch 32), so sampled blocks first run without the
+# fallback branch, from a kept copy of the state, and are redone with it only when
+# some draw found nothing feasible. The results are the same either way.
+_pack_block_fast = jax.jit(_pack_block, static_argnames=("cfg", "fallback"))
+_pack_block_donating = jax.jit(_pack_block, static_argnames=("cfg", "fallback"), donate_argnames=("free",))
 
 
 def _block_size(cfg_block: int, num_tasks: int) -> int:
@@ -213,10 +239,19 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
 
     free = jnp.broadcast_to(cap_t, (P, T, R, Mp)).copy()
     chosen = []
+    optimistic = cfg.sample_k > 0  # until a block needs the full-scan fallback
     for b in range(n_blocks):
         start = b * block
-        free, j = _pack_block(free, cap_t, inv_t, demand, jnp.asarray(padded[:, start:start + block]),
-                              jnp.int32(start), jnp.int32(N), jnp.int32(M), genomes, swords, nwords, cfg=cfg)
+        args = (inv_t, demand, jnp.asarray(padded[:, start:start + block]), jnp.int32(start), jnp.int32(N),
+                jnp.int32(M), genomes, swords, nwords)
+        if optimistic:
+            new_free, j, missed = _pack_block_fast(free, *args, cfg=cfg, fallback=False)
+            if bool(missed):
+                optimistic = False  # a filling cluster keeps missing: stay on the slow path
+            else:
+                free = new_free
+        if not optimistic:
+            free, j, _ = _pack_block_donating(free, *args, cfg=cfg, fallback=cfg.sample_k > 0)
         chosen.append(j)
         if progress is not None:
             progress(min(start + block, N), N)

@@ -91,8 +91,7 @@ class Terms(NamedTuple):
 
     d: tuple  # demand
     f: tuple  # free before placement
-    c: tuple  # capacity
-    ic: tuple  # 1 / capacity, 0 where capacity <= 0
+    ic: tuple  # 1 / capacity, 0 where capacity is 0 (the only way scores see capacity)
     r: tuple  # residual f - d, clamped at 0
     rho: tuple  # normalized residual r / c, 0 where c == 0
     u: tuple  # utilization after placement, 1 - rho
@@ -112,23 +111,23 @@ def _ratio(num, den):
     return jnp.clip(raw, RATIO_MIN, RATIO_MAX)
 
 
-def machine_terms(d, f, c, inv_c, noise, slot) -> Terms:
+def machine_terms(d, f, inv_c, noise, slot) -> Terms:
     """The spec's derived quantities for one machine. inv_c = 1/c, 0 where c <= 0."""
     r = dmap(lambda fx, dx: jnp.maximum(fx - dx, 0.0), f, d)
     rho = dmap(jnp.multiply, r, inv_c)
     u = dmap(lambda x: 1.0 - x, rho)
     u0 = dmap(lambda fx, ix: 1.0 - jnp.maximum(fx, 0.0) * ix, f, inv_c)
     return Terms(
-        d=d, f=f, c=c, ic=inv_c, r=r, rho=rho, u=u, u0=u0,
+        d=d, f=f, ic=inv_c, r=r, rho=rho, u=u, u0=u0,
         a=_ratio(d[0], f[0]), b=_ratio(d[1], f[1]),
         fit=dsum(u), slots_f=slots(dmap(lambda x: jnp.maximum(x, 0.0), f), slot), slots_r=slots(r, slot),
         noise=noise, slot=slot,
     )
 
 
-def feasible(d, f, c):
+def feasible(d, f, inv_c):
     """Task fits: d_x <= f_x + 1e-6 everywhere, and never on a zero-capacity dimension it uses."""
-    return dall(dmap(lambda dx, fx, cx: (dx <= fx + FEASIBILITY_TOL) & ((cx > 0) | (dx <= 0)), d, f, c))
+    return dall(dmap(lambda dx, fx, ix: (dx <= fx + FEASIBILITY_TOL) & ((ix > 0) | (dx <= 0)), d, f, inv_c))
 
 
 def _cos(t: Terms):
@@ -157,7 +156,8 @@ def family(t: Terms, g) -> jax.Array:
 
 
 def _inv(c):
-    return jnp.where(c > 0, 1.0 / jnp.where(c > 0, c, 1.0), 0.0)
+    # Capacities below 1e-30 count as zero: their inverse would overflow.
+    return jnp.where(c > 1e-30, 1.0 / jnp.where(c > 1e-30, c, 1.0), 0.0)
 
 
 def _min_strand(t: Terms, g):
@@ -238,20 +238,20 @@ def safe_inverse(capacity: jax.Array) -> jax.Array:
     return _inv(capacity)
 
 
-def score_machines(policy: Policy, demand, free, capacity, inv_capacity, genome, noise, slot):
+def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, slot):
     """Scores of one task on X machines, -inf where infeasible: f32[X].
 
-    demand f32[R]; free, capacity, inv_capacity f32[R, X] (dimension-major);
+    demand f32[R]; free, inv_capacity f32[R, X] (dimension-major, from `safe_inverse`);
     genome f32[8]; noise f32[X]; slot a static tuple.
     """
     d = tuple(demand[x] for x in range(demand.shape[0]))
 
-    def one(f, c, ic, n):
-        t = machine_terms(d, f, c, ic, n, slot)
-        return jnp.where(feasible(d, f, c), policy.score(t, genome), -jnp.inf)
+    def one(f, ic, n):
+        t = machine_terms(d, f, ic, n, slot)
+        return jnp.where(feasible(d, f, ic), policy.score(t, genome), -jnp.inf)
 
     rows = lambda a: tuple(a[x] for x in range(a.shape[0]))
-    return jax.vmap(one)(rows(free), rows(capacity), rows(inv_capacity), noise)
+    return jax.vmap(one)(rows(free), rows(inv_capacity), noise)
 
 
 def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None) -> jax.Array:
@@ -265,5 +265,5 @@ def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None)
     cap_t = jnp.asarray(capacity, jnp.float32).T
     g = jnp.asarray(ALPHA_EVOLVE_GENOME if genome is None else genome, jnp.float32)
     n = jnp.zeros(cap_t.shape[1], jnp.float32) if noise is None else jnp.asarray(noise, jnp.float32)
-    return score_machines(get_policy(name), demand, free_t, cap_t, safe_inverse(cap_t), g, n,
+    return score_machines(get_policy(name), demand, free_t, safe_inverse(cap_t), g, n,
                           slot_vector(slot, cap_t.shape[0]))

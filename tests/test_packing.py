@@ -120,3 +120,27 @@ def test_unplaceable_task_stays_unplaced():
     st_ = pack(Cluster(cap), Workload(dem, np.zeros(2, np.int32), zeros, zeros),
                PackConfig(policies=("best_fit",), sample_k=1), rng.trial_keys(0, "t", 1))
     assert st_.placement[0, 0, 0] == -1 and st_.placement[0, 0, 1] >= 0
+
+
+def test_optimistic_sampling_equals_always_falling_back(monkeypatch):
+    """Blocks first run without the fallback branch; redoing them with it changes nothing."""
+    from jaxsched import packing
+
+    cluster, wl = instance(5, M=20, N=300)  # overloaded: later blocks need the fallback
+    keys = rng.trial_keys(0, "test", 2)
+    cfg = PackConfig(policies=("best_fit", "random"), sample_k=2, block=64)
+    calls = []
+    fast = packing._pack_block_fast
+
+    def spy(*a, **k):
+        out = fast(*a, **k)
+        calls.append(bool(out[2]))
+        return out
+
+    monkeypatch.setattr(packing, "_pack_block_fast", spy)
+    optimistic = pack(cluster, wl, cfg, keys)
+    assert calls[0] is False and calls[-1] is True  # fast blocks kept, then a redo
+    monkeypatch.setattr(packing, "_pack_block_fast", lambda *a, **k: (None, None, np.bool_(True)))
+    always = pack(cluster, wl, cfg, keys)
+    np.testing.assert_array_equal(optimistic.placement, always.placement)
+    np.testing.assert_array_equal(optimistic.free, always.free)

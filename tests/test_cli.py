@@ -1,0 +1,116 @@
+"""The command line: flags, configs, errors, JSON output, and seed determinism across devices."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from jaxsched import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL = ["snapshot", "--machines", "120", "--rho", "0.95", "--trials", "2", "--quiet"]
+
+
+def run_main(args, capsys):
+    try:
+        code = cli.main(args)
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_snapshot_writes_json_and_table(tmp_path, capsys):
+    path = tmp_path / "out.json"
+    code, out, err = run_main(["snapshot", "--machines", "120", "--rho", "0.95", "--trials", "2",
+                               "--policy", "best_fit,alpha_evolve", "--sample-k", "8", "--json", str(path)], capsys)
+    assert code == 0, err
+    doc = json.loads(path.read_text())
+    assert list(doc["policies"]) == ["best_fit", "alpha_evolve"]
+    bf = doc["policies"]["best_fit"]
+    for key in ("placed", "placed_fraction", "placed_weighted", "utilization_cpu", "utilization_mem",
+                "holes", "stranding_cpu", "stranding_mem"):
+        assert set(bf[key]) == {"mean", "std", "min", "max", "trials"} and len(bf[key]["trials"]) == 2
+    assert doc["settings"]["sample_k"] == 8 and doc["workload"]["machines"] == 120
+    assert "best_fit" in out and "alpha_evolve" in out and "placed%" in out
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary left behind
+
+
+def test_config_file_with_flag_override(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[snapshot]\nmachines = 100\nrho = 0.9\ntrials = 2\npolicy = ["first_fit", "cosine"]\n'
+                   'sample-k = 4\nseed = 3\n')
+    path = tmp_path / "o.json"
+    code, _, err = run_main(["snapshot", "--config", str(cfg), "--trials", "3", "--json", str(path), "--quiet"],
+                            capsys)
+    assert code == 0, err
+    s = json.loads(path.read_text())["settings"]
+    assert (s["machines"], s["trials"], s["sample_k"], s["seed"], s["policy"]) == (100, 3, 4, 3, ["first_fit", "cosine"])
+
+
+def test_shipped_configs_are_valid(capsys):
+    configs = [os.path.join(ROOT, "configs", f) for f in os.listdir(os.path.join(ROOT, "configs"))]
+    assert configs
+    for path in configs:
+        assert cli.load_config(path, "snapshot", cli.SNAPSHOT_OPTIONS)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--trials", "0"], "--trials: expected an integer >= 1"),
+    (["--rho", "abc"], "--rho"),
+    (["--policy", "best_fit,nope"], "unknown policy 'nope'"),
+    (["--sample-k", "-3"], "--sample-k"),
+    (["--genome", "1,2,3"], "--genome: expected 8 numbers"),
+    (["--slot", "0,0"], "--slot"),
+    (["--json", "/nonexistent-dir/x.json"], "does not exist"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--config", "/nonexistent.toml"], "no such file"),
+])
+def test_bad_flags_give_one_line_and_exit_2(args, message, capsys):
+    code, out, err = run_main(SMALL + args, capsys)
+    assert code == 2
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[snapshot]\nmachinez = 3\n", "unknown key 'machinez'"),
+    ("[snapshot]\nmachines = 'many'\n", "key 'machines'"),
+    ("[snapshot]\ntrials = 1.5\n", "key 'trials'"),
+    ("[snapshot\n", "config"),
+])
+def test_bad_configs_name_file_and_key(tmp_path, text, message, capsys):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    code, _, err = run_main(SMALL + ["--config", str(cfg)], capsys)
+    assert code == 2 and message in err and str(cfg) in err and err.count("\n") == 1
+
+
+def test_help_documents_every_flag():
+    out = subprocess.run([sys.executable, "-m", "jaxsched.cli", "snapshot", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for opt in cli.SNAPSHOT_OPTIONS:
+        assert f"--{opt.name}" in out
+    assert "--config" in out
+
+
+def _run_cli(tmp_path, name, env_extra, prefix=()):
+    path = tmp_path / f"{name}.json"
+    env = dict(os.environ, **env_extra)
+    cmd = [*prefix, sys.executable, "-m", "jaxsched.cli", "snapshot", "--machines", "150", "--rho", "0.98",
+           "--trials", "3", "--policy", "all", "--sample-k", "6", "--seed", "5", "--json", str(path), "--quiet"]
+    subprocess.run(cmd, env=env, check=True, timeout=600)
+    return path.read_bytes()
+
+
+def test_same_json_for_a_seed_on_one_and_two_devices_and_threads(tmp_path):
+    one = _run_cli(tmp_path, "one", {"XLA_FLAGS": "--xla_force_host_platform_device_count=1"})
+    two = _run_cli(tmp_path, "two", {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+    assert one == two
+    if shutil.which("taskset"):
+        single_core = _run_cli(tmp_path, "core", {}, prefix=("taskset", "-c", "0"))
+        assert one == single_core
+    other_seed = json.loads(one)["policies"]["random"]["placed"]["trials"]
+    assert len(other_seed) == 3
