@@ -126,7 +126,7 @@ def test_optimistic_sampling_equals_always_falling_back(monkeypatch):
     """Blocks first run without the fallback branch; redoing them with it changes nothing."""
     from jaxsched import packing
 
-    cluster, wl = instance(5, M=60, N=400)  # overloaded: later blocks need the fallback
+    cluster, wl = instance(5, M=200, N=500)  # fills up: the second block needs the fallback
     keys = rng.trial_keys(0, "test", 2)
     cfg = PackConfig(policies=("best_fit", "random"), sample_k=2, block=64)
     calls = []
