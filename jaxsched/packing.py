@@ -194,6 +194,46 @@ _pack_block_fast = jax.jit(_pack_block, static_argnames=("cfg", "fallback"))
 _pack_block_donating = jax.jit(_pack_block, static_argnames=("cfg", "fallback"), donate_argnames=("free",))
 
 
+# On a CPU, trials beyond what keeps the state this small run as sequential groups: the
+# scan then works out of cache instead of streaming the state from memory every step
+# (measured at 12,583 machines: batch 32 runs at twice the per-row rate of batch 256).
+CPU_STATE_BUDGET = 4 << 20
+
+
+def _trial_groups(trials: int, bytes_per_trial: int) -> list[np.ndarray]:
+    """Balanced consecutive groups of trial indices, one group off CPU or when it fits."""
+    if jax.default_backend() != "cpu":
+        return [np.arange(trials)]
+    size = max(1, CPU_STATE_BUDGET // max(bytes_per_trial, 1))
+    n_groups = -(-trials // size)
+    return np.array_split(np.arange(trials), n_groups)
+
+
+def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nwords, progress):
+    """Pack one group of trials block by block: (free f32[P, T, R, Mp], machine i32[N_pad, P, T])."""
+    P, T = len(cfg.policies), padded.shape[0]
+    R, Mp = cap_t.shape
+    block = cfg.block
+    free = jnp.broadcast_to(cap_t, (P, T, R, Mp)).copy()
+    chosen = []
+    optimistic = cfg.sample_k > 0  # until a block needs the full-scan fallback
+    for start in range(0, padded.shape[1], block):
+        args = (inv_t, demand, jnp.asarray(padded[:, start:start + block]), jnp.int32(start), jnp.int32(N),
+                jnp.int32(M), genomes, swords, nwords)
+        if optimistic:
+            new_free, j, missed = _pack_block_fast(free, *args, cfg=cfg, fallback=False)
+            if bool(missed):
+                optimistic = False  # a filling cluster keeps missing: stay on the slow path
+            else:
+                free = new_free
+        if not optimistic:
+            free, j, _ = _pack_block_donating(free, *args, cfg=cfg, fallback=cfg.sample_k > 0)
+        chosen.append(j)
+        if progress is not None:
+            progress(min(start + block, N), N)
+    return np.asarray(free), np.concatenate([np.asarray(j) for j in chosen], axis=0)
+
+
 def _block_size(cfg_block: int, num_tasks: int) -> int:
     return int(min(cfg_block, max(64, -(-num_tasks // 64) * 64)))
 
@@ -237,30 +277,21 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     swords = rng.hash_words(keys, rng.STREAM_SAMPLE)
     nwords = rng.hash_words(keys, rng.STREAM_NOISE)
 
-    free = jnp.broadcast_to(cap_t, (P, T, R, Mp)).copy()
-    chosen = []
-    optimistic = cfg.sample_k > 0  # until a block needs the full-scan fallback
-    for b in range(n_blocks):
-        start = b * block
-        args = (inv_t, demand, jnp.asarray(padded[:, start:start + block]), jnp.int32(start), jnp.int32(N),
-                jnp.int32(M), genomes, swords, nwords)
-        if optimistic:
-            new_free, j, missed = _pack_block_fast(free, *args, cfg=cfg, fallback=False)
-            if bool(missed):
-                optimistic = False  # a filling cluster keeps missing: stay on the slow path
-            else:
-                free = new_free
-        if not optimistic:
-            free, j, _ = _pack_block_donating(free, *args, cfg=cfg, fallback=cfg.sample_k > 0)
-        chosen.append(j)
-        if progress is not None:
-            progress(min(start + block, N), N)
-
-    steps = np.concatenate([np.asarray(j) for j in chosen], axis=0)[:N]  # [N, P, T], permuted order
+    groups = _trial_groups(T, P * R * Mp * 4)
+    total = N * len(groups)
+    frees, chosen = [], []
+    for g, trials in enumerate(groups):
+        report = None if progress is None else (lambda done, _n, g=g: progress(g * N + done, total))
+        free, steps = _pack_trials(cfg, cap_t, inv_t, demand, padded[trials], N, M, genomes,
+                                   swords[trials], nwords[trials], report)
+        frees.append(free)
+        chosen.append(steps)
+    free = np.concatenate(frees, axis=1)
+    steps = np.concatenate(chosen, axis=2)[:N]  # [N, P, T], permuted order
     machine = np.where(steps >= M, -1, steps).transpose(1, 2, 0)  # [P, T, N]
     placement = np.empty_like(machine)
     rows = np.arange(T)[:, None]
     for p in range(P):
         placement[p][rows, orders] = machine[p]
-    free_mr = np.asarray(free)[..., :M].transpose(0, 1, 3, 2)  # [P, T, M, R]
+    free_mr = free[..., :M].transpose(0, 1, 3, 2)  # [P, T, M, R]
     return PackState(free=free_mr, placement=placement)

@@ -144,3 +144,18 @@ def test_optimistic_sampling_equals_always_falling_back(monkeypatch):
     always = pack(cluster, wl, cfg, keys)
     np.testing.assert_array_equal(optimistic.placement, always.placement)
     np.testing.assert_array_equal(optimistic.free, always.free)
+
+
+def test_trial_groups_give_the_same_results(monkeypatch):
+    """Packing trials in sequential groups (CPU cache budget) changes no placement."""
+    from jaxsched import packing
+
+    cluster, wl = instance(4, M=50, N=100)
+    keys = rng.trial_keys(2, "test", 5)
+    cfg = PackConfig(policies=("best_fit", "random"), sample_k=3)
+    whole = pack(cluster, wl, cfg, keys)
+    monkeypatch.setattr(packing, "CPU_STATE_BUDGET", 2 * 2 * 128 * 4 * 2)  # two trials a group
+    assert len(packing._trial_groups(5, 2 * 2 * 128 * 4)) == 3
+    grouped = pack(cluster, wl, cfg, keys)
+    np.testing.assert_array_equal(whole.placement, grouped.placement)
+    np.testing.assert_array_equal(whole.free, grouped.free)
