@@ -13,7 +13,6 @@ their ratios, and compile time separately. Medians of --repeats runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics

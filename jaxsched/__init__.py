@@ -19,9 +19,10 @@ from .snapshot import SnapshotResult, run_snapshot
 from .synthetic import synthetic_cluster, synthetic_instance, synthetic_workload
 from .types import Cluster, PackState, Workload
 from . import errors
+from .errors import InputError
 
 __all__ = [
-    "ALPHA_EVOLVE_GENOME", "FAMILY", "GENOME_NAMES", "REGISTRY", "Cluster", "Metrics", "PackConfig",
+    "ALPHA_EVOLVE_GENOME", "FAMILY", "InputError", "errors", "GENOME_NAMES", "REGISTRY", "Cluster", "Metrics", "PackConfig",
     "PackState", "Policy", "SnapshotResult", "Workload", "cluster_metrics", "get_policy", "pack",
     "policy_names", "run_snapshot", "score", "snapshot_metrics", "synthetic_cluster", "synthetic_instance",
     "synthetic_workload", "trial_keys", "trial_orders",

@@ -7,7 +7,6 @@ Bad flags or configs print one `jaxsched: error: ...` line and exit 2.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass

@@ -10,17 +10,17 @@ Two pickers, as the spec defines them:
   levels (the max of each 128-machine chunk in one fused pass, then the argmax inside
   the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
-  lowest machine index among them; when none is feasible, a full scan (skipped by a
-  real `lax.cond` unless some row of the batch needs it).
+  lowest machine index among them; when none is feasible, a full scan. Blocks first run
+  without that fallback and are redone with it (a real `lax.cond`) only if needed.
 
 Tasks run in compiled blocks of `block` steps, so one program serves any task count,
-the carry is donated between blocks, and long runs can report progress.
+the carry is donated between blocks, and long runs can report progress. On CPU,
+trials run in sequential cache-sized groups.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 from typing import Callable
 
