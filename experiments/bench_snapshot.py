@@ -51,22 +51,28 @@ def numba_loops():
     import numba
 
     @numba.njit(cache=False, nogil=True)
+    def best_machine(cap, free, dc, dm, candidates):
+        """Lowest-index best_fit machine among candidates (all machines if None), or -1."""
+        best, bj = -np.inf, -1
+        n = cap.shape[0] if candidates is None else candidates.shape[0]
+        for c in range(n):
+            j = c if candidates is None else candidates[c]
+            rc, rm = free[j, 0] - dc, free[j, 1] - dm
+            if rc >= -1e-6 and rm >= -1e-6:
+                s = 2.0 - rc / cap[j, 0] - rm / cap[j, 1]
+                if s > best or (s == best and j < bj):
+                    best, bj = s, j
+        return bj
+
+    @numba.njit(cache=False, nogil=True)
     def full_scan(cap, demand):
-        M = cap.shape[0]
         free = cap.copy()
         placed = 0
         for i in range(demand.shape[0]):
-            dc, dm = demand[i, 0], demand[i, 1]
-            best, bj = -np.inf, -1
-            for j in range(M):
-                rc, rm = free[j, 0] - dc, free[j, 1] - dm
-                if rc >= -1e-6 and rm >= -1e-6:
-                    s = 2.0 - rc / cap[j, 0] - rm / cap[j, 1]
-                    if s > best:
-                        best, bj = s, j
+            bj = best_machine(cap, free, demand[i, 0], demand[i, 1], None)
             if bj >= 0:
-                free[bj, 0] -= dc
-                free[bj, 1] -= dm
+                free[bj, 0] -= demand[i, 0]
+                free[bj, 1] -= demand[i, 1]
                 placed += 1
         return placed
 
@@ -76,26 +82,16 @@ def numba_loops():
         M = cap.shape[0]
         free = cap.copy()
         placed = 0
+        drawn = np.empty(k, np.int64)
         for i in range(demand.shape[0]):
-            dc, dm = demand[i, 0], demand[i, 1]
-            best, bj = -np.inf, -1
-            for _ in range(k):
-                j = np.random.randint(0, M)
-                rc, rm = free[j, 0] - dc, free[j, 1] - dm
-                if rc >= -1e-6 and rm >= -1e-6:
-                    s = 2.0 - rc / cap[j, 0] - rm / cap[j, 1]
-                    if s > best or (s == best and j < bj):
-                        best, bj = s, j
+            for c in range(k):
+                drawn[c] = np.random.randint(0, M)
+            bj = best_machine(cap, free, demand[i, 0], demand[i, 1], drawn)
             if bj < 0:  # full-scan fallback
-                for j in range(M):
-                    rc, rm = free[j, 0] - dc, free[j, 1] - dm
-                    if rc >= -1e-6 and rm >= -1e-6:
-                        s = 2.0 - rc / cap[j, 0] - rm / cap[j, 1]
-                        if s > best:
-                            best, bj = s, j
+                bj = best_machine(cap, free, demand[i, 0], demand[i, 1], None)
             if bj >= 0:
-                free[bj, 0] -= dc
-                free[bj, 1] -= dm
+                free[bj, 0] -= demand[i, 0]
+                free[bj, 1] -= demand[i, 1]
                 placed += 1
         return placed
 
