@@ -47,55 +47,44 @@ def hardware() -> dict:
 
 
 def numba_loops():
-    """The baseline: plain single-thread best_fit loops, full scan and sample_k."""
+    """The baseline: a plain single-thread best_fit loop, full scan (k = 0) or sample_k."""
     import numba
 
-    @numba.njit(cache=False, nogil=True)
-    def best_machine(cap, free, dc, dm, candidates):
-        """Lowest-index best_fit machine among candidates (all machines if None), or -1."""
-        best, bj = -np.inf, -1
-        n = cap.shape[0] if candidates is None else candidates.shape[0]
-        for c in range(n):
-            j = c if candidates is None else candidates[c]
-            rc, rm = free[j, 0] - dc, free[j, 1] - dm
-            if rc >= -1e-6 and rm >= -1e-6:
-                s = 2.0 - rc / cap[j, 0] - rm / cap[j, 1]
-                if s > best or (s == best and j < bj):
-                    best, bj = s, j
-        return bj
+    @numba.njit(cache=False, nogil=True, inline="always")
+    def score(cap, free, j, dc, dm):
+        """best_fit score of machine j, -inf where the task does not fit."""
+        rc, rm = free[j, 0] - dc, free[j, 1] - dm
+        if rc >= -1e-6 and rm >= -1e-6:
+            return 2.0 - rc / cap[j, 0] - rm / cap[j, 1]
+        return -np.inf
 
     @numba.njit(cache=False, nogil=True)
-    def full_scan(cap, demand):
-        free = cap.copy()
-        placed = 0
-        for i in range(demand.shape[0]):
-            bj = best_machine(cap, free, demand[i, 0], demand[i, 1], None)
-            if bj >= 0:
-                free[bj, 0] -= demand[i, 0]
-                free[bj, 1] -= demand[i, 1]
-                placed += 1
-        return placed
-
-    @numba.njit(cache=False, nogil=True)
-    def sampled(cap, demand, k, seed):
+    def pack_loop(cap, demand, k, seed):
+        """Place every task in order: best of k random draws, else (or with k = 0) a full scan."""
         np.random.seed(seed)
         M = cap.shape[0]
         free = cap.copy()
         placed = 0
-        drawn = np.empty(k, np.int64)
         for i in range(demand.shape[0]):
-            for c in range(k):
-                drawn[c] = np.random.randint(0, M)
-            bj = best_machine(cap, free, demand[i, 0], demand[i, 1], drawn)
-            if bj < 0:  # full-scan fallback
-                bj = best_machine(cap, free, demand[i, 0], demand[i, 1], None)
+            dc, dm = demand[i, 0], demand[i, 1]
+            best, bj = -np.inf, -1
+            for c in range(k):  # best of k draws, ties to the lowest machine index
+                j = np.random.randint(0, M)
+                s = score(cap, free, j, dc, dm)
+                if s > best or (s == best and s > -np.inf and j < bj):
+                    best, bj = s, j
+            if bj < 0:  # full scan: k = 0, or no draw fits
+                for j in range(M):
+                    s = score(cap, free, j, dc, dm)
+                    if s > best:
+                        best, bj = s, j
             if bj >= 0:
-                free[bj, 0] -= demand[i, 0]
-                free[bj, 1] -= demand[i, 1]
+                free[bj, 0] -= dc
+                free[bj, 1] -= dm
                 placed += 1
         return placed
 
-    return full_scan, sampled
+    return pack_loop
 
 
 def timed(fn, repeats):
@@ -129,11 +118,11 @@ def main() -> int:
           f"{n_sampled} tasks (sample_k=64) of the rho=0.75 synthetic workload")
     print(f"hardware: {hw['cpu']}, {hw['cores']} cores, jax {hw['jax']} on {hw['devices']} {hw['backend']} device(s)")
 
-    full_loop, sampled_loop = numba_loops()
-    full_loop(cap, demand[:8])
-    sampled_loop(cap, demand[:8], 64, 0)
-    _, t_loop_full = timed(lambda: full_loop(cap, demand[:n_full]), repeats)
-    _, t_loop_samp = timed(lambda: sampled_loop(cap, demand[:n_sampled], 64, 1), repeats)
+    loop = numba_loops()
+    loop(cap, demand[:8], 0, 0)
+    loop(cap, demand[:8], 64, 0)
+    _, t_loop_full = timed(lambda: loop(cap, demand[:n_full], 0, 1), repeats)
+    _, t_loop_samp = timed(lambda: loop(cap, demand[:n_sampled], 64, 1), repeats)
     base = {
         "full_scan_machine_scores_per_s": n_full * MACHINES / t_loop_full,
         "full_scan_placements_per_s": n_full / t_loop_full,
