@@ -61,6 +61,45 @@ def _float_list(v: Any) -> tuple[float, ...]:
     return out
 
 
+def _nonneg_float(v: Any) -> float:
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {v!r}")
+    x = float(v)
+    if not x >= 0 or x == float("inf"):
+        raise ValueError(f"expected a finite number >= 0, got {v!r}")
+    return x
+
+
+def _priority(v: Any) -> int:
+    n = _nonneg_int(v)
+    if n > 11:
+        raise ValueError(f"expected a trace priority 0..11, got {n}")
+    return n
+
+
+def _instant(v: Any) -> str | float:
+    if v in ("busiest", "all"):
+        return v
+    try:
+        return _nonneg_float(v)
+    except ValueError:
+        raise ValueError(f"expected 'busiest', 'all' or a time in seconds >= 0, got {v!r}") from None
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def convert(v: Any) -> str:
+        if v not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {v!r}")
+        return v
+    return convert
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
 def _policy_list(v: Any) -> str:
     return v if isinstance(v, str) else ",".join(str(x) for x in v)
 
@@ -77,7 +116,7 @@ class Option:
     convert: Callable[[Any], Any]
     default: Any
     help: str
-    metavar: str | None = None
+    metavar: str | None = None  # None with convert=_flag: a switch without a value
 
     @property
     def dest(self) -> str:
@@ -98,7 +137,27 @@ SNAPSHOT_OPTIONS = (
     Option("genome", _float_list, None, "w0,w1,w2,w3,w4,w5,p1,p2 for the 'family' policy "
            "(default: alpha_evolve's point 1,1,1,1,0,0,1,1)", "G"),
     Option("json", _path, None, "write the full results as JSON to this file (atomically)", "FILE"),
+    Option("trace-dir", _path, None, "pack a real trace instead of the synthetic workload: a Google "
+           "2011 directory (task_events/, machine_events/) or an Alibaba GPU v2023 one (openb_*.csv)", "DIR"),
+    Option("trace-format", _choice("auto", "google2011", "alibaba-gpu"), "auto",
+           "format of --trace-dir (auto: detected from its files)", "FMT"),
+    Option("days", _positive_float, None, "trace: keep tasks arriving in the first N days of the window", "N"),
+    Option("min-priority", _priority, None, "trace: keep tasks of priority >= N (9: production and "
+           "monitoring)", "N"),
+    Option("max-task-dim", _positive_float, None, "trace: drop tasks with any request > X (whales)", "X"),
+    Option("max-tasks", _positive_int, None, "trace: then keep the first N tasks by arrival", "N"),
+    Option("at", _instant, None, "trace: the snapshot instant: 'busiest' (earliest instant with the most "
+           "alive tasks), 'all' (every task at once) or seconds from the trace start (default: busiest; "
+           "all for Alibaba GPU pod lists)", "T"),
+    Option("cache-dir", _path, None, "trace: where parsed traces are cached as Parquet (default: "
+           "$JAXSCHED_CACHE_DIR, else DIR/.jaxsched-cache if writable, else ~/.cache/jaxsched)", "DIR"),
+    Option("no-cache", _flag, False, "trace: parse the trace files without reading or writing the cache"),
+    Option("pod-list", _path, "default", "Alibaba GPU trace: the pod list openb_pod_list_NAME.csv", "NAME"),
+    Option("node-list", _path, "all_node", "Alibaba GPU trace: the node list openb_node_list_NAME.csv", "NAME"),
 )
+SYNTHETIC_ONLY = ("machines", "rho")
+TRACE_ONLY = ("trace_format", "days", "min_priority", "max_task_dim", "max_tasks", "at", "cache_dir", "no_cache",
+              "pod_list", "node_list")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +170,10 @@ def _add_options(parser: argparse.ArgumentParser, options) -> None:
                         "(keys as the flag names, top level or under a table named after the command); "
                         "flags given here override it")
     for opt in options:
+        if opt.convert is _flag:
+            parser.add_argument(f"--{opt.name}", dest=opt.dest, action="store_const", const=True, default=None,
+                                help=opt.help)
+            continue
         default = opt.default if not isinstance(opt.default, tuple) else ",".join(map(str, opt.default))
         parser.add_argument(f"--{opt.name}", dest=opt.dest, default=None, metavar=opt.metavar,
                             help=f"{opt.help} (default: {default})")
@@ -156,11 +219,14 @@ def load_config(path: str, command: str, options) -> dict[str, Any]:
     return out
 
 
-def resolve(args: argparse.Namespace, command: str, options) -> dict[str, Any]:
-    """Final settings: defaults, then the config file, then explicit flags."""
+def resolve(args: argparse.Namespace, command: str, options) -> tuple[dict[str, Any], set[str]]:
+    """Final settings (defaults, then the config file, then explicit flags) and the keys set explicitly."""
     settings = {o.dest: o.default for o in options}
+    given: set[str] = set()
     if args.config:
-        settings.update(load_config(args.config, command, options))
+        from_config = load_config(args.config, command, options)
+        settings.update(from_config)
+        given.update(from_config)
     for opt in options:
         raw = getattr(args, opt.dest)
         if raw is not None:
@@ -168,23 +234,64 @@ def resolve(args: argparse.Namespace, command: str, options) -> dict[str, Any]:
                 settings[opt.dest] = opt.convert(raw)
             except (TypeError, ValueError) as e:
                 raise UsageError(f"--{opt.name}: {e}") from None
-    return settings
+            given.add(opt.dest)
+    return settings, given
 
 
-SNAPSHOT_COLUMNS = [
-    ("placed_fraction", "placed%", 100.0),
-    ("placed_weighted", "placed_w%", 100.0),
-    ("utilization_cpu", "util_cpu%", 100.0),
-    ("utilization_mem", "util_mem%", 100.0),
-    ("holes", "holes%", 100.0),
-    ("stranding_cpu", "strand_cpu%", 100.0),
-    ("stranding_mem", "strand_mem%", 100.0),
-]
+def snapshot_columns(resources) -> list[tuple[str, str, float]]:
+    """The stdout table's (metric, header, scale) columns for these resource dimensions."""
+    cols = [("placed_fraction", "placed%", 100.0), ("placed_weighted", "placed_w%", 100.0)]
+    cols += [(f"utilization_{r}", f"util_{r}%", 100.0) for r in resources]
+    cols += [("holes", "holes%", 100.0)]
+    cols += [(f"stranding_{r}", f"strand_{r}%", 100.0) for r in resources]
+    return cols
+
+
+def _check_sources(s: dict[str, Any], given: set[str]) -> None:
+    """Synthetic-only and trace-only settings must not be mixed."""
+    flag = lambda dest: "--" + dest.replace("_", "-")
+    if s["trace_dir"]:
+        both = [flag(k) for k in SYNTHETIC_ONLY if k in given]
+        if both:
+            raise UsageError(f"{', '.join(both)}: only for the synthetic workload, not with --trace-dir")
+    else:
+        lone = [flag(k) for k in TRACE_ONLY if k in given]
+        if lone:
+            raise UsageError(f"{', '.join(lone)}: only for a real trace; give --trace-dir too")
+
+
+def _load_workload(s: dict[str, Any], quiet: bool):
+    """(cluster, workload, JSON description, cache state) of the synthetic workload or the trace snapshot.
+
+    The cache state stays out of the JSON, which must not depend on what ran before.
+    """
+    from . import progress
+
+    if not s["trace_dir"]:
+        from .synthetic import synthetic_instance
+
+        cluster, workload = synthetic_instance(s["machines"], s["rho"], s["seed"])
+        return cluster, workload, {"source": "synthetic", "machines": cluster.num_machines,
+                                   "tasks": workload.num_tasks, "resources": list(cluster.resources)}, None
+    from .filters import Filters, snapshot_tasks
+    from .traces import load_trace
+
+    bar = None if quiet else progress.maybe("loading trace")
+    trace = load_trace(s["trace_dir"], s["trace_format"], cache_dir=s["cache_dir"], use_cache=not s["no_cache"],
+                       pods=s["pod_list"], nodes=s["node_list"], progress=bar)
+    filters = Filters(days=s["days"], min_priority=s["min_priority"], max_task_dim=s["max_task_dim"],
+                      max_tasks=s["max_tasks"])
+    index, chosen = snapshot_tasks(trace.workload, filters, trace.window[0], s["at"] or trace.default_instant)
+    snap = trace.take(index)
+    doc = dict(trace.describe(), trace_dir=s["trace_dir"], loaded_tasks=trace.workload.num_tasks,
+               tasks=snap.workload.num_tasks, snapshot=chosen)
+    return snap.cluster, snap.workload, doc, trace.cache
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    """Run the snapshot experiment on the synthetic workload."""
-    s = resolve(args, "snapshot", SNAPSHOT_OPTIONS)
+    """Run the snapshot experiment on the synthetic workload or a trace snapshot."""
+    s, given = resolve(args, "snapshot", SNAPSHOT_OPTIONS)
+    _check_sources(s, given)
     from . import __version__, progress
     from .output import check_writable, format_table, write_json_atomic
     from .policies import GENOME_NAMES, policy_names, slot_vector
@@ -197,7 +304,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
                          f"got {len(s['genome'])}")
     try:
-        slot = slot_vector(s["slot"], 2)
+        slot_vector(s["slot"], 3 if s["trace_dir"] else 2)
     except InputError as e:
         raise UsageError(f"--slot: {e}") from None
     if s["json"]:
@@ -209,39 +316,47 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     import jax
 
     from .snapshot import run_snapshot
-    from .synthetic import synthetic_instance
 
     t0 = time.perf_counter()
-    cluster, workload = synthetic_instance(s["machines"], s["rho"], s["seed"])
+    cluster, workload, source, cache_state = _load_workload(s, args.quiet)
+    try:
+        slot = slot_vector(s["slot"], cluster.num_resources)
+    except InputError as e:
+        raise UsageError(f"--slot: {e}") from None
     bar = None if args.quiet else progress.maybe("packing")
     result = run_snapshot(cluster, workload, policies, s["trials"], s["seed"], s["sample_k"], slot,
                           s["genome"], progress=bar)
     wall = time.perf_counter() - t0
     summary = result.summary()
+    unused = SYNTHETIC_ONLY if s["trace_dir"] else TRACE_ONLY
     doc = {
         "jaxsched": __version__,
         "experiment": "snapshot",
-        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items() if k != "json"}
-        | {"policy": list(policies), "slot": list(slot)},
-        "workload": {
-            "source": "synthetic",
-            "machines": cluster.num_machines,
-            "tasks": workload.num_tasks,
-            "resources": list(cluster.resources),
-        },
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()
+                     if k != "json" and k not in unused} | {"policy": list(policies), "slot": list(slot)},
+        "workload": source,
         "policies": summary,
     }
     if s["json"]:
         write_json_atomic(s["json"], doc)
     if not args.quiet:
         dev = jax.devices()
-        print(f"snapshot: {cluster.num_machines} machines, {workload.num_tasks} tasks, "
+        where = "synthetic" if not s["trace_dir"] else _describe_snapshot(source, cache_state)
+        print(f"snapshot: {where}, {cluster.num_machines} machines, {workload.num_tasks} tasks, "
               f"{s['trials']} trials, sample_k={s['sample_k'] or 'full scan'}, seed {s['seed']}, "
               f"{len(dev)} {dev[0].platform} device(s), {wall:.1f}s")
-        print(format_table(summary, SNAPSHOT_COLUMNS))
+        print(format_table(summary, snapshot_columns(result.resources)))
         if s["json"]:
             print(f"wrote {s['json']}")
     return 0
+
+
+def _describe_snapshot(source: dict, cache_state: str) -> str:
+    snap = source["snapshot"]
+    when = "every task" if snap["instant"] == "all" else f"alive at t={snap['instant_s']:g}s ({snap['instant']})"
+    skipped = ", ".join(f"{k} {v}" for k, v in source["skipped"].items() if v)
+    return (f"{source['source']} trace ({source['loaded_tasks']} tasks loaded, cache {cache_state}"
+            f"{'; skipped: ' + skipped if skipped else ''}), {when}")
 
 
 def cmd_policies(args: argparse.Namespace) -> int:

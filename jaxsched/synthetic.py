@@ -91,8 +91,8 @@ def synthetic_workload(cluster: Cluster, rho: float, seed: int) -> Workload:
     n = demand.shape[0]
     prio_values, prio_p = zip(*PRIORITY_MIX)
     priority = rng.choice(np.asarray(prio_values, np.int32), size=n, p=np.asarray(prio_p) / sum(prio_p))
-    arrival = np.sort(rng.uniform(0.0, HORIZON_S, n)).astype(np.float32)
-    duration = np.clip(rng.lognormal(np.log(1800.0), 1.5, n), 1.0, 30 * HORIZON_S).astype(np.float32)
+    arrival = np.sort(rng.uniform(0.0, HORIZON_S, n))
+    duration = np.clip(rng.lognormal(np.log(1800.0), 1.5, n), 1.0, 30 * HORIZON_S)
     return Workload(demand=demand, priority=priority.astype(np.int32), arrival=arrival, duration=duration)
 
 

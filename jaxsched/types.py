@@ -40,20 +40,34 @@ class Cluster:
         return int(self.capacity.shape[1])
 
 
-@_pytree(data_fields=["demand", "priority", "arrival", "duration"], meta_fields=["resources"])
+@_pytree(data_fields=["demand", "priority", "arrival", "duration", "sched_class", "different_machines", "job"],
+         meta_fields=["resources"])
 @dataclasses.dataclass(frozen=True)
 class Workload:
-    """Tasks to place: resource requests plus the fields the trace gives each task."""
+    """Tasks to place: resource requests plus the fields the trace gives each task.
+
+    Times are host-side float64 seconds from the start of the trace (0 = before the
+    trace window). The last three fields are optional (None: not known), as the
+    synthetic generator does not model them.
+    """
 
     demand: jax.Array  # f32[N, R]
     priority: jax.Array  # i32[N], trace priority 0..11
-    arrival: jax.Array  # f32[N], seconds
-    duration: jax.Array  # f32[N], seconds
+    arrival: jax.Array  # f64[N], seconds
+    duration: jax.Array  # f64[N], seconds
     resources: tuple[str, ...] = DEFAULT_RESOURCES
+    sched_class: jax.Array | None = None  # i32[N], trace scheduling class 0..3
+    different_machines: jax.Array | None = None  # bool[N], the job's tasks must run on distinct machines
+    job: jax.Array | None = None  # i32[N], dense job number (0..J-1) of each task
 
     @property
     def num_tasks(self) -> int:
         return int(self.demand.shape[0])
+
+    def take(self, index) -> "Workload":
+        """The tasks at `index` (an integer array or boolean mask), every field alike."""
+        index = np.asarray(index)
+        return jax.tree_util.tree_map(lambda a: np.asarray(a)[index], self)
 
 
 @_pytree(data_fields=["free", "placement"], meta_fields=[])
@@ -84,7 +98,8 @@ def validate(cluster: Cluster, workload: Workload) -> None:
         if np.any(arr < 0):
             row = int(np.argwhere(arr < 0)[0][0])
             raise InputError(f"{name} row {row} is negative")
-    for name, n in (("priority", len(workload.priority)), ("arrival", len(workload.arrival)),
-                    ("duration", len(workload.duration))):
-        if n != dem.shape[0]:
+    for name in ("priority", "arrival", "duration", "sched_class", "different_machines", "job"):
+        value = getattr(workload, name)
+        if value is not None and len(value) != dem.shape[0]:
+            n = len(value)
             raise InputError(f"workload.{name} has {n} rows but demand has {dem.shape[0]}")
