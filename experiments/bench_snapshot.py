@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -31,19 +30,9 @@ from jaxsched.packing import PackConfig, pack  # noqa: E402
 from jaxsched.synthetic import synthetic_instance  # noqa: E402
 from jaxsched.types import Workload  # noqa: E402
 
+from benchlib import hardware  # noqa: E402
+
 MACHINES = 12_583
-
-
-def hardware() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    dev = jax.devices()
-    return {"cpu": cpu, "cores": os.cpu_count(), "jax": jax.__version__, "backend": dev[0].platform,
-            "devices": len(dev), "device_kind": dev[0].device_kind, "python": platform.python_version()}
 
 
 def numba_loops():

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -61,18 +60,6 @@ def run_worker(variant: str, trace_dir: str, cache_dir: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def hardware() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    import pyarrow
-
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "pyarrow": pyarrow.__version__}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace-dir", default=DEFAULT_TRACE)
@@ -102,7 +89,9 @@ def main() -> int:
             shutil.rmtree(cache, ignore_errors=True)
     med = {v: statistics.median(x["wall_s"] for x in runs[v]) for v in runs}
     peak = {v: max(x["peak_rss_mb"] for x in runs[v]) for v in runs}
-    hw = hardware()
+    from benchlib import hardware
+
+    hw = hardware(with_jax=False)
     print(f"workload: {len(files)} task_events parts, {rows:,} event rows, "
           f"{runs['cold'][0]['tasks']:,} tasks ({args.trace_dir})")
     print(f"hardware: {hw['cpu']}, {hw['cores']} cores, pyarrow {hw['pyarrow']}; medians of {args.repeats}")

@@ -137,6 +137,15 @@ SNAPSHOT_OPTIONS = (
     Option("genome", _float_list, None, "w0,w1,w2,w3,w4,w5,p1,p2 for the 'family' policy "
            "(default: alpha_evolve's point 1,1,1,1,0,0,1,1)", "G"),
     Option("json", _path, None, "write the full results as JSON to this file (atomically)", "FILE"),
+    Option("no-compaction", _flag, False, "skip compaction (the smallest share of machines, in random "
+           "order, that still packs everything; binary search, median over trials)"),
+    Option("no-inflation", _flag, False, "skip inflation (the largest multiplier of the workload that "
+           "still packs 100%, resolution 0.005)"),
+    Option("inflate-mode", _choice("scale", "clone"), "scale", "inflation by scaling every demand "
+           "(scale) or by adding copies of tasks drawn with replacement (clone)", "MODE"),
+    Option("search-depth", _positive_int, 1, "binary-search levels per batched round of compaction and "
+           "inflation: 2^D - 1 candidates per search and round (same answers for any D; 1 is fastest on "
+           "a CPU, larger D cuts the rounds where devices are idle, as on a GPU)", "D"),
     Option("trace-dir", _path, None, "pack a real trace instead of the synthetic workload: a Google "
            "2011 directory (task_events/, machine_events/) or an Alibaba GPU v2023 one (openb_*.csv)", "DIR"),
     Option("trace-format", _choice("auto", "google2011", "alibaba-gpu"), "auto",
@@ -172,11 +181,11 @@ def _add_options(parser: argparse.ArgumentParser, options) -> None:
     for opt in options:
         if opt.convert is _flag:
             parser.add_argument(f"--{opt.name}", dest=opt.dest, action="store_const", const=True, default=None,
-                                help=opt.help)
+                                help=opt.help.replace("%", "%%"))
             continue
         default = opt.default if not isinstance(opt.default, tuple) else ",".join(map(str, opt.default))
         parser.add_argument(f"--{opt.name}", dest=opt.dest, default=None, metavar=opt.metavar,
-                            help=f"{opt.help} (default: {default})")
+                            help=f"{opt.help} (default: {default})".replace("%", "%%"))
     parser.add_argument("--quiet", action="store_true", help="no table on stdout, no progress bar")
 
 
@@ -238,13 +247,13 @@ def resolve(args: argparse.Namespace, command: str, options) -> tuple[dict[str, 
     return settings, given
 
 
-def snapshot_columns(resources) -> list[tuple[str, str, float]]:
-    """The stdout table's (metric, header, scale) columns for these resource dimensions."""
+def snapshot_columns(resources, searches=()) -> list[tuple]:
+    """The stdout table's (metric, header, scale[, digits]) columns for these dimensions and searches."""
     cols = [("placed_fraction", "placed%", 100.0), ("placed_weighted", "placed_w%", 100.0)]
     cols += [(f"utilization_{r}", f"util_{r}%", 100.0) for r in resources]
     cols += [("holes", "holes%", 100.0)]
     cols += [(f"stranding_{r}", f"strand_{r}%", 100.0) for r in resources]
-    return cols
+    return cols + [(k, h, 1.0, 3) for k, h in (("compaction", "compaction"), ("inflation", "inflation")) if k in searches]
 
 
 def _check_sources(s: dict[str, Any], given: set[str]) -> None:
@@ -324,8 +333,21 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     except InputError as e:
         raise UsageError(f"--slot: {e}") from None
     bar = None if args.quiet else progress.maybe("packing")
+    tickers = {}
+
+    def search_bar(name, rounds):
+        if args.quiet or not progress.enabled():
+            return
+        for other in [k for k in tickers if k != name]:
+            tickers.pop(other).close()
+        tickers.setdefault(name, progress.Ticker(name, "round"))(rounds)
+
     result = run_snapshot(cluster, workload, policies, s["trials"], s["seed"], s["sample_k"], slot,
-                          s["genome"], progress=bar)
+                          s["genome"], progress=bar, compact=not s["no_compaction"],
+                          inflate=None if s["no_inflation"] else s["inflate_mode"],
+                          search_depth=s["search_depth"], search_progress=search_bar)
+    for ticker in tickers.values():
+        ticker.close()
     wall = time.perf_counter() - t0
     summary = result.summary()
     unused = SYNTHETIC_ONLY if s["trace_dir"] else TRACE_ONLY
@@ -345,7 +367,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         print(f"snapshot: {where}, {cluster.num_machines} machines, {workload.num_tasks} tasks, "
               f"{s['trials']} trials, sample_k={s['sample_k'] or 'full scan'}, seed {s['seed']}, "
               f"{len(dev)} {dev[0].platform} device(s), {wall:.1f}s")
-        print(format_table(summary, snapshot_columns(result.resources)))
+        print(format_table(summary, snapshot_columns(result.resources, result.searches)))
         if s["json"]:
             print(f"wrote {s['json']}")
     return 0

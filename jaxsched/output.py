@@ -37,16 +37,28 @@ def write_json_atomic(path: str, obj) -> None:
         raise
 
 
-def format_table(summary: dict, columns: list[tuple[str, str, float]]) -> str:
-    """A fixed-width table: one row per policy, `mean±std` per (metric, header, scale) column."""
-    head = ["policy"] + [h for _, h, _ in columns]
-    rows = []
+def format_table(summary: dict, columns: list[tuple]) -> str:
+    """A fixed-width table: one row per policy, `mean±std` per (metric, header, scale[, digits]) column.
+
+    A cell gets a `*` where some trial of that metric sits at its search ceiling, and a
+    line under the table says how many and what the ceiling means.
+    """
+    head = ["policy"] + [c[1] for c in columns]
+    rows, notes = [], {}
     for name, metrics in summary.items():
         cells = [name]
-        for key, _, scale in columns:
+        for key, _, scale, *digits in columns:
             m = metrics[key]
-            cells.append(f"{m['mean'] * scale:.2f}±{m['std'] * scale:.2f}")
+            d = digits[0] if digits else 2
+            star = "*" if m.get("at_ceiling") else ""
+            cells.append(f"{m['mean'] * scale:.{d}f}±{m['std'] * scale:.{d}f}{star}")
+            if star:
+                note = notes.setdefault(key, (m["ceiling_means"], []))
+                note[1].append(f"{name} {m['at_ceiling']}/{len(m['trials'])}")
         rows.append(cells)
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-    return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
+    lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+    for key, (means, where) in notes.items():
+        lines.append(f"* {key} at its ceiling ({means}) in trials of: {', '.join(where)}")
+    return "\n".join(lines)

@@ -65,7 +65,7 @@ class PackConfig:
 def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes):
     """Scores of every (row, trial) pair on its X machines: f32[P, T, X].
 
-    d f32[T, R]; free f32[P, T, R, X]; inv (1 / capacity) has (row, trial) batch axes
+    d f32[P, T, R]; free f32[P, T, R, X]; inv (1 / capacity) has (row, trial) batch axes
     `inv_axes` (None: shared), noise likewise `noise_axes`.
     """
     out = []
@@ -76,11 +76,11 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes):
             return score_machines(policy, dd, ff, ii, g, nn, cfg.slot)
 
         per_trial = jax.vmap(one, in_axes=(0, 0, inv_axes[1], None, noise_axes[1]))
-        per_row = jax.vmap(per_trial, in_axes=(None, 0, inv_axes[0], 0, noise_axes[0]))
+        per_row = jax.vmap(per_trial, in_axes=(0, 0, inv_axes[0], 0, noise_axes[0]))
         rows = slice(lo, hi)
         i = inv[rows] if inv_axes[0] == 0 else inv
         n = noise[rows] if noise_axes[0] == 0 else noise
-        out.append(per_row(d, free[rows], i, genomes[rows], n))
+        out.append(per_row(d[rows], free[rows], i, genomes[rows], n))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
 
@@ -144,20 +144,22 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback):
 
 
 def _place(free, j, d, none):
-    """free[p, t, :, j[p, t]] -= d[t] in place, skipping unplaced rows."""
+    """free[p, t, :, j[p, t]] -= d[p, t] in place, skipping unplaced rows."""
     P, T, R, Mp = free.shape
     row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
     dim = jnp.arange(R, dtype=jnp.int32)
     flat = (row[..., None] * R + dim[None, None, :]) * Mp + j[..., None]  # [P, T, R]
     flat = jnp.where((j == none)[..., None], free.size, flat)  # out of range: dropped
-    delta = jnp.broadcast_to(-d, (P, T, R))
+    delta = -d
     out = free.reshape(-1).at[flat.reshape(-1)].add(delta.reshape(-1), mode="drop", unique_indices=True)
     return out.reshape(free.shape)
 
 
-def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords,
+def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords, scale, limit,
                 *, cfg: PackConfig, fallback: bool):
     """Place tasks start..start+block-1 of every trial's order.
+
+    scale f32[P, T] multiplies each row's demands; a row packs only tasks of index < limit i32[P, T].
 
     Returns (free, machine i32[block, P, T], missed: whether some sampled placement
     found no feasible draw; only possible, and then meaningless, without `fallback`).
@@ -172,17 +174,18 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     idx_blk = jax.vmap(draw)(steps) if cfg.sample_k > 0 else jnp.zeros((cfg.block, 0), jnp.int32)
 
     def body(free, x):
-        d, step, idx = x
+        d_t, step, idx, task = x
+        d = d_t[None] * scale[..., None]  # [P, T, R]
         if cfg.sample_k > 0:
             j = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback)
         else:
             j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none)
-        live = step < num_tasks
+        live = (step < num_tasks) & (task[None, :] < limit)
+        missed = jnp.any(live & (j == none)) if cfg.sample_k > 0 and not fallback else jnp.bool_(False)
         j = jnp.where(live, j, none)
-        missed = live & jnp.any(j == none) if cfg.sample_k > 0 and not fallback else jnp.bool_(False)
         return _place(free, j, d, none), (j, missed)
 
-    free, (j, missed) = lax.scan(body, free, (d_blk, steps, idx_blk))
+    free, (j, missed) = lax.scan(body, free, (d_blk, steps, idx_blk, order.T))
     return free, j, jnp.any(missed)
 
 
@@ -209,17 +212,49 @@ def _trial_groups(trials: int, bytes_per_trial: int) -> list[np.ndarray]:
     return np.array_split(np.arange(trials), n_groups)
 
 
-def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nwords, progress):
+@dataclasses.dataclass(frozen=True)
+class RowVariants:
+    """Per-(row, trial) variations of one packing, for compaction and inflation.
+
+    Each field is optional; a row without it packs the whole workload on the whole cluster.
+    """
+
+    machine_rank: np.ndarray | None = None  # i32[T, M]: machine m's place in trial t's random machine order
+    prefix: np.ndarray | None = None  # i32[P, T]: the row's cluster is the machines of rank < prefix
+    demand_scale: np.ndarray | None = None  # f32[P, T]: every demand of the row times this
+    task_limit: np.ndarray | None = None  # i32[P, T]: the row packs only the tasks of index < limit
+
+
+def _variant_arrays(v: RowVariants | None, P: int, T: int, M: int, Mp: int, N: int):
+    """(rank i32[T, Mp], prefix i32[P, T], scale f32[P, T], limit i32[P, T]) with the defaults filled in."""
+    v = v or RowVariants()
+    rank = np.full((T, Mp), Mp, np.int32)  # padding machines are never in a prefix
+    rank[:, :M] = np.arange(M) if v.machine_rank is None else v.machine_rank
+    fields = ((v.prefix, Mp, np.int32), (v.demand_scale, 1.0, np.float32), (v.task_limit, N, np.int32))
+    out = []
+    for value, default, dtype in fields:
+        arr = np.full((P, T), default, dtype) if value is None else np.asarray(value, dtype)
+        if arr.shape != (P, T):
+            raise InputError(f"row variants must have shape ({P}, {T}), got {arr.shape}")
+        out.append(arr)
+    if v.prefix is not None and v.machine_rank is None:
+        raise InputError("a machine prefix needs the machine_rank it is a prefix of")
+    return (rank, *out)
+
+
+def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nwords, variants, progress):
     """Pack one group of trials block by block: (free f32[P, T, R, Mp], machine i32[N_pad, P, T])."""
     P, T = len(cfg.policies), padded.shape[0]
     R, Mp = cap_t.shape
     block = cfg.block
-    free = jnp.broadcast_to(cap_t, (P, T, R, Mp)).copy()
+    rank, prefix, scale, limit = (jnp.asarray(a) for a in variants)
+    in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
+    free = jnp.where(in_prefix, cap_t[None, None], PAD_CAPACITY)
     chosen = []
     optimistic = cfg.sample_k > 0  # until a block needs the full-scan fallback
     for start in range(0, padded.shape[1], block):
         args = (inv_t, demand, jnp.asarray(padded[:, start:start + block]), jnp.int32(start), jnp.int32(N),
-                jnp.int32(M), genomes, swords, nwords)
+                jnp.int32(M), genomes, swords, nwords, scale, limit)
         if optimistic:
             new_free, j, missed = _pack_block_fast(free, *args, cfg=cfg, fallback=False)
             if bool(missed):
@@ -239,12 +274,14 @@ def _block_size(cfg_block: int, num_tasks: int) -> int:
 
 
 def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
-         genomes=None, orders=None, progress: Callable[[int, int], None] | None = None) -> PackState:
+         genomes=None, orders=None, progress: Callable[[int, int], None] | None = None,
+         variants: RowVariants | None = None) -> PackState:
     """Pack the workload for every policy row of `cfg` and every trial key.
 
     keys: the T trial keys (rng.trial_keys); orders: optional i32[T, N] task orders
     (default: each trial's shuffle); genomes: f32[P, 8] for `family` rows (default
-    alpha_evolve's point). progress(done, total) is called after each block.
+    alpha_evolve's point); variants: per-(row, trial) machine subsets, demand scales
+    and task counts. progress(done, total) is called after each block.
     """
     cap = np.asarray(cluster.capacity, np.float32)
     demand = jnp.asarray(workload.demand, jnp.float32)
@@ -276,14 +313,16 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     padded[:, :N] = orders
     swords = rng.hash_words(keys, rng.STREAM_SAMPLE)
     nwords = rng.hash_words(keys, rng.STREAM_NOISE)
+    rank, prefix, scale, limit = _variant_arrays(variants, P, T, M, Mp, N)
 
     groups = _trial_groups(T, P * R * Mp * 4)
     total = N * len(groups)
     frees, chosen = [], []
     for g, trials in enumerate(groups):
         report = None if progress is None else (lambda done, _n, g=g: progress(g * N + done, total))
+        group_variants = (rank[trials], prefix[:, trials], scale[:, trials], limit[:, trials])
         free, steps = _pack_trials(cfg, cap_t, inv_t, demand, padded[trials], N, M, genomes,
-                                   swords[trials], nwords[trials], report)
+                                   swords[trials], nwords[trials], group_variants, report)
         frees.append(free)
         chosen.append(steps)
     free = np.concatenate(frees, axis=1)

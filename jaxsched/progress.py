@@ -38,3 +38,20 @@ class Progress:
 def maybe(label: str):
     """A Progress for `label` if progress is enabled, else None."""
     return Progress(label) if enabled() else None
+
+
+class Ticker:
+    """Callable ticker(count) for work of unknown length: redraws '<label> <count> <elapsed>s' on stderr."""
+
+    def __init__(self, label: str, unit: str, stream=None):
+        self.label, self.unit = label, unit
+        self.stream = stream or sys.stderr
+        self.start = time.perf_counter()
+
+    def __call__(self, count: int) -> None:
+        self.stream.write(f"\r{self.label}: {self.unit} {count} {time.perf_counter() - self.start:6.1f}s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()

@@ -18,6 +18,8 @@ import jax.numpy as jnp
 STREAM_ORDER = 0
 STREAM_SAMPLE = 1
 STREAM_NOISE = 2
+STREAM_MACHINES = 3  # compaction's random machine order
+STREAM_CLONE_ORDER = 4  # the task order of clone-mode inflation
 
 
 def experiment_id(experiment: str) -> int:
@@ -33,7 +35,12 @@ def trial_keys(seed: int, experiment: str, trials: int) -> jax.Array:
 
 def trial_orders(keys: jax.Array, num_tasks: int) -> jax.Array:
     """One shuffled task order per trial, shared by every policy: i32[T, N]."""
-    perm = lambda k: jax.random.permutation(jax.random.fold_in(k, STREAM_ORDER), num_tasks)
+    return trial_permutations(keys, num_tasks, STREAM_ORDER)
+
+
+def trial_permutations(keys: jax.Array, n: int, stream: int) -> jax.Array:
+    """One random permutation of range(n) per trial, from the trial key's `stream`: i32[T, n]."""
+    perm = lambda k: jax.random.permutation(jax.random.fold_in(k, stream), n)
     return jax.vmap(perm)(keys).astype(jnp.int32)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from .errors import InputError
 
 from . import rng
+from .compaction import SearchResult, compaction, inflation
 from .metrics import Metrics, snapshot_metrics
 from .packing import PackConfig, pack
 from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, slot_vector
@@ -32,6 +33,7 @@ class SnapshotResult:
     resources: tuple[str, ...]
     metrics: Metrics  # arrays with leading axes [P, T]
     placement: np.ndarray  # i32[P, T, N]
+    searches: dict[str, SearchResult] = dataclasses.field(default_factory=dict)  # compaction, inflation
 
     def table(self) -> dict[str, dict[str, np.ndarray]]:
         """{policy: {metric name: f64[T] values}} with per-dimension metrics split out."""
@@ -47,21 +49,32 @@ class SnapshotResult:
                 m[f"utilization_{res}"] = self.metrics.utilization[p][:, x]
             for x, res in enumerate(self.resources):
                 m[f"stranding_{res}"] = self.metrics.stranding[p][:, x]
+            for key, search in self.searches.items():
+                m[key] = search.value[p]
             out[name] = {k: np.asarray(v, np.float64) for k, v in m.items()}
         return out
 
     def summary(self) -> dict[str, dict[str, dict[str, float | list[float]]]]:
-        """{policy: {metric: {mean, std, min, max, trials}}}, plain floats for JSON."""
-        return {name: {k: summarize(v) for k, v in metrics.items()} for name, metrics in self.table().items()}
+        """{policy: {metric: {mean, std, min, median, max, trials}}}, plain floats for JSON.
+
+        Search metrics also say how many trials sit at the search's ceiling, and what it means.
+        """
+        out = {name: {k: summarize(v) for k, v in metrics.items()} for name, metrics in self.table().items()}
+        for p, name in enumerate(self.policies):
+            for key, search in self.searches.items():
+                out[name][key]["at_ceiling"] = int(np.sum(search.ceiling[p]))
+                out[name][key]["ceiling_means"] = search.reason
+        return out
 
 
 def summarize(values: np.ndarray) -> dict[str, float | list[float]]:
-    """Mean, sample std (0 for one trial), min, max and the per-trial values."""
+    """Mean, sample std (0 for one trial), min, median, max and the per-trial values."""
     v = np.asarray(values, np.float64)
     return {
         "mean": float(v.mean()),
         "std": float(v.std(ddof=1)) if v.size > 1 else 0.0,
         "min": float(v.min()),
+        "median": float(np.median(v)),
         "max": float(v.max()),
         "trials": [float(x) for x in v],
     }
@@ -69,8 +82,15 @@ def summarize(values: np.ndarray) -> dict[str, float | list[float]]:
 
 def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...], trials: int, seed: int,
                  sample_k: int = 0, slot=None, genome=None,
-                 progress: Callable[[int, int], None] | None = None) -> SnapshotResult:
-    """Pack `workload` on `cluster` with each policy over `trials` shuffled orders."""
+                 progress: Callable[[int, int], None] | None = None, compact: bool = False,
+                 inflate: str | None = None, search_depth: int = 1,
+                 search_progress: Callable[[str, int], None] | None = None) -> SnapshotResult:
+    """Pack `workload` on `cluster` with each policy over `trials` shuffled orders.
+
+    compact: also compute compaction; inflate: also inflation in that mode ('scale' or
+    'clone'); search_depth: binary-search levels per batched round (2^depth - 1
+    candidates per search and round). search_progress(metric, round) after each round.
+    """
     validate(cluster, workload)
     if trials < 1:
         raise InputError(f"trials must be >= 1, got {trials}")
@@ -85,6 +105,17 @@ def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...]
     state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
     metrics = snapshot_metrics(state.free, cluster.capacity, state.placement, workload.demand, slot)
     metrics = Metrics(*(np.asarray(x) for x in metrics))
+    if search_depth < 1:
+        raise InputError(f"search_depth must be >= 1, got {search_depth}")
+    searches = {}
+    report = lambda name: None if search_progress is None else (lambda r: search_progress(name, r))
+    if compact:
+        searches["compaction"] = compaction(cluster, workload, cfg, keys, genomes,
+                                            metrics.placed == workload.num_tasks, search_depth,
+                                            progress=report("compaction"))
+    if inflate is not None:
+        searches["inflation"] = inflation(cluster, workload, cfg, keys, genomes, inflate, search_depth,
+                                          progress=report("inflation"))
     resources = tuple(cluster.resources)[:R] if len(cluster.resources) >= R else tuple(f"r{x}" for x in range(R))
     return SnapshotResult(policies=tuple(policies), resources=resources, metrics=metrics,
-                          placement=np.asarray(state.placement))
+                          placement=np.asarray(state.placement), searches=searches)

@@ -33,7 +33,7 @@ def test_snapshot_writes_json_and_table(tmp_path, capsys):
     bf = doc["policies"]["best_fit"]
     for key in ("placed", "placed_fraction", "placed_weighted", "utilization_cpu", "utilization_mem",
                 "holes", "stranding_cpu", "stranding_mem"):
-        assert set(bf[key]) == {"mean", "std", "min", "max", "trials"} and len(bf[key]["trials"]) == 2
+        assert set(bf[key]) == {"mean", "std", "min", "median", "max", "trials"} and len(bf[key]["trials"]) == 2
     assert doc["settings"]["sample_k"] == 8 and doc["workload"]["machines"] == 120
     assert "best_fit" in out and "alpha_evolve" in out and "placed%" in out
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary left behind
@@ -68,6 +68,8 @@ def test_shipped_configs_are_valid(capsys):
     (["--json", "/nonexistent-dir/x.json"], "does not exist"),
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--config", "/nonexistent.toml"], "no such file"),
+    (["--inflate-mode", "stretch"], "--inflate-mode: expected one of scale, clone"),
+    (["--search-depth", "0"], "--search-depth: expected an integer >= 1"),
 ])
 def test_bad_flags_give_one_line_and_exit_2(args, message, capsys):
     code, out, err = run_main(SMALL + args, capsys)

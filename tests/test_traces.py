@@ -138,6 +138,7 @@ def _rows(part):
     (lambda rows: rows[:3] + ["0,,1,7,,0,u,0,0,-0.1,0.1,0,0\n"] + rows[3:], "line 4: CPU request -0.1"),
     (lambda rows: rows[:4] + ["0,,1,7,,12,u,0,0,0.1,0.1,0,0\n"] + rows[4:], "line 5: event type 12"),
     (lambda rows: rows[:1] + [",,1,7,,0,u,0,0,0.1,0.1,0,0\n"] + rows[1:], "line 2: time is empty"),
+    (lambda rows: rows[:2] + ["10,,1,7,,0,u,0,0,0.1,0.1,0,0\n"] + rows[2:], "line 3: time 10 is earlier"),
 ])
 def test_bad_rows_name_file_and_line(tiny, tmp_path, edit, message):
     path = _corrupt(tiny, "part-00001-of-00002.csv.gz", edit(_rows(1)))

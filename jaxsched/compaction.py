@@ -1,0 +1,170 @@
+"""Compaction and inflation of POLICIES.md ("Snapshot metrics"), every search batched.
+
+- compaction: trial t orders the machines at random (its key's STREAM_MACHINES); its
+  value is L / M for the smallest prefix length L (binary search) such that the
+  workload, in trial t's task order, packs 100% onto the first L machines of that
+  order (kept in their index order, so ties still go to the lowest machine index).
+  1.0, flagged as at its ceiling, where even all M machines do not pack everything.
+- inflation: the largest multiplier lambda = 0.005 k (binary search over k >= 1) at
+  which the workload still packs 100%.
+  `scale`: every demand times lambda; lambda is capped at the largest machine capacity
+  over the largest task demand in the binding dimension (flagged when reached).
+  `clone`: floor(lambda N) tasks, the N originals first, then copies drawn with
+  replacement from them (one draw sequence per experiment, from trial 0's key),
+  packed in a per-trial random order; lambda is capped where the total demand would
+  exceed the cluster's total capacity. 0, flagged, where even lambda = 0.005 fails.
+
+Every (policy, trial) search runs in the same batched packings: a round packs, for all
+of them at once, the 2^depth - 1 candidates of their next `depth` binary-search steps
+(`search.bisect`), so the answers are those of the sequential binary search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax
+import numpy as np
+
+from . import rng
+from .errors import InputError
+from .packing import PackConfig, RowVariants, pack
+from .search import bisect
+from .types import Cluster, Workload
+
+LAMBDA_STEP = 0.005
+STEPS_PER_UNIT = 200  # 1 / LAMBDA_STEP, exactly
+STREAM_CLONE_DRAWS = 5
+INFLATE_MODES = ("scale", "clone")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """One search metric for every (policy, trial)."""
+
+    value: np.ndarray  # f64[P, T]
+    ceiling: np.ndarray  # bool[P, T]: the value is a bound of the search, not a measurement
+    reason: str  # what the ceiling means, for the report
+    packings: int  # (row, trial) packings run, all rounds together
+
+
+def machine_ranks(keys: jax.Array, num_machines: int) -> np.ndarray:
+    """Each machine's place in each trial's random machine order: i32[T, M]."""
+    order = np.asarray(rng.trial_permutations(keys, num_machines, rng.STREAM_MACHINES))
+    rank = np.empty_like(order)
+    rank[np.arange(order.shape[0])[:, None], order] = np.arange(num_machines, dtype=order.dtype)
+    return rank
+
+
+class _Batch:
+    """Evaluates "packs 100%" for candidates of every (policy, trial) search in one packing."""
+
+    def __init__(self, cluster, workload, cfg, keys, genomes, orders, variants_of, need_of):
+        self.cluster, self.workload, self.cfg, self.keys = cluster, workload, cfg, keys
+        self.genomes, self.orders = np.asarray(genomes, np.float32), orders
+        self.variants_of, self.need_of = variants_of, need_of  # cands [P*C, T] -> RowVariants / tasks needed
+        self.packings = 0
+
+    def __call__(self, cands: np.ndarray) -> np.ndarray:
+        """cands i64[P, T, C] -> bool[P, T, C]."""
+        P, T, C = cands.shape
+        rows = np.ascontiguousarray(cands.transpose(0, 2, 1).reshape(P * C, T))  # rows policy-major
+        cfg = dataclasses.replace(self.cfg, policies=tuple(p for p in self.cfg.policies for _ in range(C)))
+        state = pack(self.cluster, self.workload, cfg, self.keys, genomes=np.repeat(self.genomes, C, axis=0),
+                     orders=self.orders, variants=self.variants_of(rows))
+        self.packings += P * C * T
+        ok = np.sum(state.placement >= 0, axis=-1) == self.need_of(rows)
+        return ok.reshape(P, C, T).transpose(0, 2, 1)
+
+
+def _searches(evaluate: _Batch, lo, hi, find, depth, shape, progress):
+    """bisect over B = P x T searches with candidates reshaped for `evaluate`."""
+    P, T = shape
+    ev = lambda cands: evaluate(cands.reshape(P, T, -1)).reshape(P * T, -1)
+    return bisect(lo.reshape(-1), hi.reshape(-1), ev, find, depth, progress).reshape(P, T)
+
+
+def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
+               packs_full: np.ndarray, depth: int = 1, orders=None,
+               progress: Callable[[int], None] | None = None) -> SearchResult:
+    """Compaction of every (policy row, trial); packs_full bool[P, T]: all placed on the whole cluster."""
+    M, N = cluster.num_machines, workload.num_tasks
+    P, T = len(cfg.policies), int(keys.shape[0])
+    rank = machine_ranks(keys, M)
+    live = np.flatnonzero(np.any(packs_full, axis=1))  # policies with something to search
+    prefix = np.full((P, T), M, np.int64)
+    packings = 0
+    if live.size:
+        sub = dataclasses.replace(cfg, policies=tuple(cfg.policies[p] for p in live))
+        evaluate = _Batch(cluster, workload, sub, keys, np.asarray(genomes)[live], orders,
+                          lambda rows: RowVariants(machine_rank=rank, prefix=rows), lambda rows: N)
+        lo = np.where(packs_full[live], 1, M)
+        prefix[live] = _searches(evaluate, lo, np.full_like(lo, M), "first", depth, (live.size, T), progress)
+        packings = evaluate.packings
+    return SearchResult(value=np.where(packs_full, prefix / M, 1.0), ceiling=~packs_full,
+                        reason="does not pack 100% even on all machines", packings=packings)
+
+
+def scale_cap(cluster: Cluster, workload: Workload) -> float:
+    """The largest scale-mode multiplier: largest capacity / largest demand, binding dimension."""
+    top_c = np.max(np.asarray(cluster.capacity, np.float64), axis=0)
+    top_d = np.max(np.asarray(workload.demand, np.float64), axis=0)
+    ratio = np.where(top_d > 0, top_c / np.where(top_d > 0, top_d, 1.0), np.inf)
+    return float(np.min(ratio))
+
+
+def clone_cap(cluster: Cluster, workload: Workload) -> float:
+    """The largest clone-mode multiplier: total capacity / total demand, binding dimension."""
+    cap = np.sum(np.asarray(cluster.capacity, np.float64), axis=0)
+    dem = np.sum(np.asarray(workload.demand, np.float64), axis=0)
+    return float(np.min(np.where(dem > 0, cap / np.where(dem > 0, dem, 1.0), np.inf)))
+
+
+def _max_steps(cap: float) -> int:
+    if not np.isfinite(cap):
+        raise InputError("inflation is unbounded: the workload demands nothing")
+    return max(1, int(np.floor(cap * STEPS_PER_UNIT + 1e-9)))
+
+
+def clone_workload(workload: Workload, keys: jax.Array, steps: int) -> Workload:
+    """The originals followed by copies drawn with replacement, floor(steps / 200 x N) tasks in all."""
+    N = workload.num_tasks
+    total = max(N, steps * N // STEPS_PER_UNIT)
+    key = jax.random.fold_in(keys[0], STREAM_CLONE_DRAWS)
+    extra = np.asarray(jax.random.randint(key, (total - N,), 0, N))
+    return workload.take(np.concatenate([np.arange(N), extra]))
+
+
+def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
+              mode: str = "scale", depth: int = 1,
+              progress: Callable[[int], None] | None = None) -> SearchResult:
+    """Inflation of every (policy row, trial) in `mode` ('scale' or 'clone')."""
+    if mode not in INFLATE_MODES:
+        raise InputError(f"inflate mode must be one of {', '.join(INFLATE_MODES)}, got {mode!r}")
+    N = workload.num_tasks
+    P, T = len(cfg.policies), int(keys.shape[0])
+    if mode == "scale":
+        K = _max_steps(scale_cap(cluster, workload))
+        wl, orders = workload, None
+        variants = lambda rows: RowVariants(demand_scale=(rows / STEPS_PER_UNIT).astype(np.float32))
+        need = lambda rows: N
+        reason = "capped by the largest task on the largest machine"
+    else:
+        K = _max_steps(clone_cap(cluster, workload))
+        wl = clone_workload(workload, keys, K)
+        orders = np.asarray(rng.trial_permutations(keys, wl.num_tasks, rng.STREAM_CLONE_ORDER))
+        variants = lambda rows: RowVariants(task_limit=rows * N // STEPS_PER_UNIT)
+        need = lambda rows: rows * N // STEPS_PER_UNIT
+        reason = "capped where total demand would exceed total capacity"
+    evaluate = _Batch(cluster, wl, cfg, keys, genomes, orders, variants, need)
+    # The bounds first, in one packing: the cap itself, and the smallest multiplier.
+    bounds = evaluate(np.broadcast_to(np.array([K, 1]), (P, T, 2)).copy())
+    at_cap, at_floor = bounds[..., 0], ~bounds[..., 1]
+    # As the sequential search: the cap if it packs, else 0 if the smallest does not, else bisect [1, K-1].
+    searched = ~at_cap & ~at_floor
+    lo = np.where(at_cap, K, 1)
+    steps = _searches(evaluate, lo, np.where(searched, K - 1, lo), "last", depth, (P, T), progress)
+    value = np.where(at_cap | searched, steps / STEPS_PER_UNIT, 0.0)
+    return SearchResult(value=value, ceiling=at_cap | at_floor,
+                        reason=reason + "; 0 where even lambda = 0.005 does not pack", packings=evaluate.packings)

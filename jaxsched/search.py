@@ -1,0 +1,80 @@
+"""Many binary searches advanced together, several levels a round (a 2^depth-ary search).
+
+Compaction and inflation (POLICIES.md) are defined by binary search over a predicate
+("the workload still packs 100%"). A round evaluates, for every search at once, all
+the points the binary search could visit in its next `depth` steps, the 2^depth - 1
+nodes of its decision tree, in one batched call, then walks the tree with the
+outcomes. Every search thus visits exactly the points the sequential binary search
+visits and returns its answer, even where the predicate is not monotone.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+Evaluate = Callable[[np.ndarray], np.ndarray]  # candidates i64[B, C] -> outcomes bool[B, C]
+
+
+def _step(lo, hi, outcome, find):
+    """One binary-search step on [lo, hi] given the predicate at its midpoint."""
+    if find == "first":  # smallest x with pred(x), pred(hi) known true
+        mid = (lo + hi) // 2
+        return np.where(outcome, lo, mid + 1), np.where(outcome, mid, hi)
+    mid = (lo + hi + 1) // 2  # "last": largest x with pred(x), pred(lo) known true
+    return np.where(outcome, mid, lo), np.where(outcome, hi, mid - 1)
+
+
+def _midpoint(lo, hi, find):
+    return (lo + hi) // 2 if find == "first" else (lo + hi + 1) // 2
+
+
+def bisect(lo, hi, evaluate: Evaluate, find: str = "first", depth: int = 1,
+           progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """Binary-search answers of B searches on integer ranges [lo_b, hi_b]: i64[B].
+
+    find="first": the smallest x with pred(x), given pred(hi) is true;
+    find="last": the largest x with pred(x), given pred(lo) is true.
+    Each round calls evaluate once with 2^depth - 1 candidates per search; a finished
+    search's candidates repeat its answer. progress(round) is called after each round.
+    """
+    if find not in ("first", "last"):
+        raise ValueError(f"find must be 'first' or 'last', got {find!r}")
+    lo, hi = np.array(lo, np.int64, ndmin=1), np.array(hi, np.int64, ndmin=1)
+    rounds = 0
+    while np.any(lo < hi):
+        # Breadth-first tree: node i's children are 2i+1 (outcome true) and 2i+2 (false).
+        ranges = [(lo, hi)]
+        for i in range(2**depth - 1):
+            l, h = ranges[i]
+            active = l < h
+            for outcome in (True, False):
+                nl, nh = _step(l, h, np.full(l.shape, outcome), find)
+                ranges.append((np.where(active, nl, l), np.where(active, nh, h)))
+        cands = np.stack([np.where(l < h, _midpoint(l, h, find), l) for l, h in ranges[: 2**depth - 1]], 1)
+        outcome = np.asarray(evaluate(cands), bool)
+        node = np.zeros(lo.shape, np.int64)
+        rows = np.arange(lo.size)
+        for _ in range(depth):
+            active = lo < hi
+            r = outcome[rows, node]
+            new_lo, new_hi = _step(lo, hi, r, find)
+            lo, hi = np.where(active, new_lo, lo), np.where(active, new_hi, hi)
+            node = 2 * node + np.where(r, 1, 2)
+        rounds += 1
+        if progress is not None:
+            progress(rounds)
+    return lo
+
+
+def bisect_sequential(lo: int, hi: int, pred: Callable[[int], bool], find: str = "first") -> int:
+    """The plain binary search of the spec, one predicate call per step (the reference)."""
+    while lo < hi:
+        if find == "first":
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if pred(mid) else (mid + 1, hi)
+        else:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if pred(mid) else (lo, mid - 1)
+    return lo

@@ -1,0 +1,205 @@
+"""Compaction and inflation: the batched search against the sequential binary search over the
+float64 reference packing, the search driver on arbitrary predicates, ceilings, and the row
+variants the searches pack with."""
+
+import numpy as np
+import pytest
+
+from jaxsched import policies, rng
+from jaxsched.compaction import (STEPS_PER_UNIT, clone_cap, clone_workload, compaction, inflation, machine_ranks,
+                                 scale_cap)
+from jaxsched.packing import PackConfig, RowVariants, pack
+from jaxsched.search import bisect, bisect_sequential
+from jaxsched.types import Cluster, Workload
+
+import reference
+
+DETERMINISTIC = [n for n, p in policies.REGISTRY.items() if p.deterministic]
+GENOME = np.array(policies.ALPHA_EVOLVE_GENOME, np.float32)
+
+
+def instance(seed, M=10, N=40):
+    g = np.random.default_rng(seed)
+    cap = g.uniform(0.3, 1.0, (M, 2)).astype(np.float32)
+    dem = g.uniform(0.02, 0.25, (N, 2)).astype(np.float32)
+    z = np.zeros(N)
+    return Cluster(cap), Workload(dem, np.zeros(N, np.int32), z, z)
+
+
+@pytest.mark.parametrize("find", ["first", "last"])
+@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+def test_bisect_visits_what_binary_search_visits(find, depth):
+    g = np.random.default_rng(depth)
+    for _ in range(40):
+        B = 6
+        lo = g.integers(0, 30, B)
+        hi = lo + g.integers(0, 200, B)
+        truth = g.random((B, 300)) < g.random((B, 1))  # arbitrary, not monotone
+        calls = []
+
+        def evaluate(cands):
+            calls.append(cands.shape[1])
+            return truth[np.arange(B)[:, None], cands]
+
+        got = bisect(lo, hi, evaluate, find, depth)
+        want = [bisect_sequential(int(lo[b]), int(hi[b]), lambda x, b=b: bool(truth[b, x]), find) for b in range(B)]
+        assert list(got) == want
+        assert set(calls) <= {2**depth - 1}
+        span = int(np.max(hi - lo)) + 1
+        assert len(calls) <= -(-int(np.ceil(np.log2(span))) // depth)
+
+
+def _reference_packs(cap, demand, order, name):
+    """(all placed, fragile) for the float64 reference packing."""
+    out, _, fragile = reference.pack(cap, demand, order, name, GENOME, fragility=1e-5)
+    return bool(np.all(out[order] >= 0)), fragile
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_compaction_equals_sequential_search_on_reference(depth):
+    checked = searched = 0
+    for seed in range(2):
+        cluster, wl = instance(seed, M=10, N=25)  # about half loaded: most policies pack it all
+        M, T = cluster.num_machines, 2
+        keys = rng.trial_keys(seed, "compaction", T)
+        orders = np.asarray(rng.trial_orders(keys, wl.num_tasks))
+        ranks = machine_ranks(keys, M)
+        cfg = PackConfig(policies=tuple(DETERMINISTIC))
+        full = pack(cluster, wl, cfg, keys)
+        packs_full = np.all(full.placement >= 0, axis=-1)
+        res = compaction(cluster, wl, cfg, keys, np.stack([GENOME] * len(DETERMINISTIC)), packs_full, depth)
+        for p, name in enumerate(DETERMINISTIC):
+            for t in range(T):
+                fragile = []
+
+                def pred(L):
+                    ok, frag = _reference_packs(cluster.capacity[ranks[t] < L], wl.demand, orders[t], name)
+                    fragile.append(frag)
+                    return ok
+
+                full_ok = pred(M)
+                want = bisect_sequential(1, M, pred, "first") / M if full_ok else 1.0
+                if any(fragile):
+                    continue
+                checked += 1
+                searched += full_ok
+                assert res.value[p, t] == want, (name, t)
+                assert res.ceiling[p, t] == (not full_ok)
+    assert checked >= 0.6 * 2 * 2 * len(DETERMINISTIC), checked
+    assert searched >= 0.5 * checked, searched  # the search itself ran, not only the ceiling
+
+
+@pytest.mark.parametrize("mode", ["scale", "clone"])
+def test_inflation_equals_sequential_search_on_reference(mode):
+    checked = searched = 0
+    names = ["best_fit", "first_fit", "alpha_evolve", "cosine", "worst_fit", "slot_loss"]
+    for seed in range(2):
+        cluster, wl = instance(seed + 10, M=8, N=25)
+        N, T = wl.num_tasks, 2
+        keys = rng.trial_keys(seed, "inflation", T)
+        cfg = PackConfig(policies=tuple(names))
+        res = inflation(cluster, wl, cfg, keys, np.stack([GENOME] * len(names)), mode, depth=2)
+        if mode == "scale":
+            K = int(np.floor(scale_cap(cluster, wl) * STEPS_PER_UNIT + 1e-9))
+            orders = np.asarray(rng.trial_orders(keys, N))
+        else:
+            K = int(np.floor(clone_cap(cluster, wl) * STEPS_PER_UNIT + 1e-9))
+            big = clone_workload(wl, keys, K)
+            orders = np.asarray(rng.trial_permutations(keys, big.num_tasks, rng.STREAM_CLONE_ORDER))
+        for p, name in enumerate(names):
+            for t in range(T):
+                fragile = []
+
+                def pred(k):
+                    if mode == "scale":
+                        dem, order = wl.demand.astype(np.float64) * np.float32(k / STEPS_PER_UNIT), orders[t]
+                    else:
+                        dem, order = big.demand, orders[t][orders[t] < k * N // STEPS_PER_UNIT]
+                    ok, frag = _reference_packs(cluster.capacity, dem, order, name)
+                    fragile.append(frag)
+                    return ok
+
+                if pred(K):
+                    want = K
+                elif not pred(1):
+                    want = 0
+                else:
+                    want = bisect_sequential(1, K - 1, pred, "last")
+                if any(fragile):
+                    continue
+                checked += 1
+                searched += 0 < want < K
+                assert res.value[p, t] == want / STEPS_PER_UNIT, (name, t, mode)
+    assert checked >= 0.6 * 2 * 2 * len(names), checked
+    assert searched >= 0.5 * checked, searched
+
+
+def test_ceilings_are_flagged():
+    # Overloaded: nothing packs on the whole cluster, so compaction sits at 1.0 for every trial.
+    cap = np.full((3, 2), 0.5, np.float32)
+    dem = np.full((10, 2), 0.2, np.float32)
+    z = np.zeros(10)
+    cluster, wl = Cluster(cap), Workload(dem, np.zeros(10, np.int32), z, z)
+    keys = rng.trial_keys(0, "ceil", 2)
+    cfg = PackConfig(policies=("best_fit",))
+    res = compaction(cluster, wl, cfg, keys, GENOME[None], np.zeros((1, 2), bool))
+    assert np.all(res.value == 1.0) and np.all(res.ceiling) and res.packings == 0
+    # A whale: one task of 0.5 on machines of 1.0 caps scale inflation at 2.0, and it packs there.
+    cap = np.ones((4, 2), np.float32)
+    dem = np.array([[0.5, 0.1]] + [[0.01, 0.01]] * 5, np.float32)
+    z = np.zeros(6)
+    cluster, wl = Cluster(cap), Workload(dem, np.zeros(6, np.int32), z, z)
+    assert scale_cap(cluster, wl) == 2.0
+    res = inflation(cluster, wl, cfg, keys, GENOME[None], "scale")
+    assert np.all(res.value == 2.0) and np.all(res.ceiling)
+
+
+def test_prefix_variant_packs_like_the_sub_cluster():
+    cluster, wl = instance(3, M=24, N=70)
+    keys = rng.trial_keys(1, "prefix", 3)
+    ranks = machine_ranks(keys, cluster.num_machines)
+    orders = np.asarray(rng.trial_orders(keys, wl.num_tasks))
+    prefix = np.array([[5, 12, 24], [1, 20, 7]])
+    cfg = PackConfig(policies=("best_fit", "cosine"))
+    st_ = pack(cluster, wl, cfg, keys, variants=RowVariants(machine_rank=ranks, prefix=prefix))
+    for p, name in enumerate(cfg.policies):
+        for t in range(3):
+            sub = np.flatnonzero(ranks[t] < prefix[p, t])
+            alone = pack(Cluster(cluster.capacity[sub]), wl, PackConfig(policies=(name,)), keys[t:t + 1],
+                         orders=orders[t:t + 1])
+            want = np.where(alone.placement[0, 0] >= 0, sub[alone.placement[0, 0]], -1)
+            np.testing.assert_array_equal(st_.placement[p, t], want)
+
+
+def _cli_json(tmp_path, name, args, capsys):
+    from jaxsched import cli
+    import json
+
+    path = tmp_path / f"{name}.json"
+    code = cli.main(["snapshot", "--machines", "60", "--rho", "0.7", "--trials", "2", "--policy",
+                     "best_fit,alpha_evolve,first_fit", "--json", str(path), *args])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(path.read_text()), out.out
+
+
+def test_cli_reports_searches_with_ceilings_and_any_depth_agrees(tmp_path, capsys):
+    doc, table = _cli_json(tmp_path, "d1", ["--inflate-mode", "clone"], capsys)
+    deep, _ = _cli_json(tmp_path, "d3", ["--inflate-mode", "clone", "--search-depth", "3"], capsys)
+    assert doc["policies"] == deep["policies"]  # same answers whatever the levels per round
+    for name, metrics in doc["policies"].items():
+        for key in ("compaction", "inflation"):
+            m = metrics[key]
+            assert {"median", "at_ceiling", "ceiling_means"} <= set(m) and len(m["trials"]) == 2
+        assert 0 < metrics["compaction"]["median"] <= 1
+    assert "compaction" in table and "inflation" in table
+    assert doc["settings"]["inflate_mode"] == "clone"
+    none, table = _cli_json(tmp_path, "none", ["--no-compaction", "--no-inflation"], capsys)
+    assert "compaction" not in none["policies"]["best_fit"] and "inflation" not in none["policies"]["best_fit"]
+    assert "compaction" not in table
+
+
+def test_cli_marks_a_ceiling(tmp_path, capsys):
+    doc, table = _cli_json(tmp_path, "full", ["--rho", "1.05", "--no-inflation"], capsys)  # overloaded
+    assert all(m["compaction"]["at_ceiling"] == 2 for m in doc["policies"].values())
+    assert "1.000±0.000*" in table and "* compaction at its ceiling (does not pack 100%" in table
