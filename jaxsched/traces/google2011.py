@@ -206,8 +206,10 @@ def _task_table(r: dict[str, np.ndarray], trace_end_us: int) -> tuple[pa.Table, 
     r = {f: v[ok] for f, v in r.items()}
     ended = (r["last"] & 1) == 1  # the last SCHEDULE-or-terminal event is a terminal one
     job, index = r["key"] >> np.int64(INDEX_BITS), r["key"] & np.int64((1 << INDEX_BITS) - 1)
-    order = np.lexsort((index, job, r["submit_time"]))
-    _, job_code = np.unique(job, return_inverse=True)
+    # The reduction is sorted by key, i.e. by (job, index): a stable sort on arrival alone
+    # breaks its ties by (job, index), and dense job numbers are a running count of new jobs.
+    order = np.argsort(r["submit_time"], kind="stable")
+    job_code = np.cumsum(np.r_[False, job[1:] != job[:-1]])
     flags = r["flags"]
     cols = {
         "job": job, "index": index, "job_code": job_code.astype(np.int32),
