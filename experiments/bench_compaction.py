@@ -1,7 +1,7 @@
 """Benchmark: compaction + inflation, batched searches against the sequential binary search, in one run.
 
 Workload: the synthetic 2,000-machine cluster at rho 0.75 (seed 1), every deterministic
-registered policy (19: the spec's 20 less evo_search, which is not shipped yet) x 5
+registered policy (20: the spec's 21 less random) x 5
 trials, full scan, inflation in scale mode.
 
 - batched: jaxsched's compaction and inflation, every (policy, trial) search advanced in

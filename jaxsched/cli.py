@@ -7,10 +7,13 @@ Bad flags or configs print one `jaxsched: error: ...` line and exit 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import numpy as np
 
 from .errors import InputError
 
@@ -123,10 +126,33 @@ class Option:
         return self.name.replace("-", "_")
 
 
-SNAPSHOT_OPTIONS = (
+TRACE_OPTIONS = (
+    Option("trace-dir", _path, None, "pack a real trace instead of the synthetic workload: a Google "
+           "2011 directory (task_events/, machine_events/) or an Alibaba GPU v2023 one (openb_*.csv)", "DIR"),
+    Option("trace-format", _choice("auto", "google2011", "alibaba-gpu"), "auto",
+           "format of --trace-dir (auto: detected from its files)", "FMT"),
+    Option("days", _positive_float, None, "trace: keep tasks arriving in the first N days of the window", "N"),
+    Option("min-priority", _priority, None, "trace: keep tasks of priority >= N (9: production and "
+           "monitoring)", "N"),
+    Option("max-task-dim", _positive_float, None, "trace: drop tasks with any request > X (whales)", "X"),
+    Option("max-tasks", _positive_int, None, "trace: then keep the first N tasks by arrival", "N"),
+    Option("at", _instant, None, "trace: the snapshot instant: 'busiest' (earliest instant with the most "
+           "alive tasks), 'all' (every task at once) or seconds from the trace start (default: busiest; "
+           "all for Alibaba GPU pod lists)", "T"),
+    Option("cache-dir", _path, None, "trace: where parsed traces are cached as Parquet (default: "
+           "$JAXSCHED_CACHE_DIR, else DIR/.jaxsched-cache if writable, else ~/.cache/jaxsched)", "DIR"),
+    Option("no-cache", _flag, False, "trace: parse the trace files without reading or writing the cache"),
+    Option("pod-list", _path, "default", "Alibaba GPU trace: the pod list openb_pod_list_NAME.csv", "NAME"),
+    Option("node-list", _path, "all_node", "Alibaba GPU trace: the node list openb_node_list_NAME.csv", "NAME"),
+)
+
+SYNTHETIC_OPTIONS = (
     Option("machines", _positive_int, 2000, "synthetic cluster size (machines)", "M"),
     Option("rho", _positive_float, 0.75, "synthetic load: tasks are drawn until the binding "
            "dimension's total demand reaches RHO of capacity", "RHO"),
+)
+
+SNAPSHOT_OPTIONS = SYNTHETIC_OPTIONS + (
     Option("trials", _positive_int, 5, "shuffled task orders per policy (common random numbers)", "T"),
     Option("policy", _policy_list, "all", "comma-separated policies, or 'all' (see `jaxsched policies`)", "LIST"),
     Option("sample-k", _nonneg_int, 0, "score K machines drawn at random per placement, full scan "
@@ -146,28 +172,45 @@ SNAPSHOT_OPTIONS = (
     Option("search-depth", _positive_int, 1, "binary-search levels per batched round of compaction and "
            "inflation: 2^D - 1 candidates per search and round (same answers for any D; 1 is fastest on "
            "a CPU, larger D cuts the rounds where devices are idle, as on a GPU)", "D"),
-    Option("trace-dir", _path, None, "pack a real trace instead of the synthetic workload: a Google "
-           "2011 directory (task_events/, machine_events/) or an Alibaba GPU v2023 one (openb_*.csv)", "DIR"),
-    Option("trace-format", _choice("auto", "google2011", "alibaba-gpu"), "auto",
-           "format of --trace-dir (auto: detected from its files)", "FMT"),
-    Option("days", _positive_float, None, "trace: keep tasks arriving in the first N days of the window", "N"),
-    Option("min-priority", _priority, None, "trace: keep tasks of priority >= N (9: production and "
-           "monitoring)", "N"),
-    Option("max-task-dim", _positive_float, None, "trace: drop tasks with any request > X (whales)", "X"),
-    Option("max-tasks", _positive_int, None, "trace: then keep the first N tasks by arrival", "N"),
-    Option("at", _instant, None, "trace: the snapshot instant: 'busiest' (earliest instant with the most "
-           "alive tasks), 'all' (every task at once) or seconds from the trace start (default: busiest; "
-           "all for Alibaba GPU pod lists)", "T"),
-    Option("cache-dir", _path, None, "trace: where parsed traces are cached as Parquet (default: "
-           "$JAXSCHED_CACHE_DIR, else DIR/.jaxsched-cache if writable, else ~/.cache/jaxsched)", "DIR"),
-    Option("no-cache", _flag, False, "trace: parse the trace files without reading or writing the cache"),
-    Option("pod-list", _path, "default", "Alibaba GPU trace: the pod list openb_pod_list_NAME.csv", "NAME"),
-    Option("node-list", _path, "all_node", "Alibaba GPU trace: the node list openb_node_list_NAME.csv", "NAME"),
-)
+) + TRACE_OPTIONS
 SYNTHETIC_ONLY = ("machines", "rho")
 TRACE_ONLY = ("trace_format", "days", "min_priority", "max_task_dim", "max_tasks", "at", "cache_dir", "no_cache",
               "pod_list", "node_list")
 
+
+EVOLVE_OPTIONS = (
+    SYNTHETIC_OPTIONS[0],
+    Option("rho", _positive_float, 1.0, "synthetic load (default 1.0: at lower loads most policies place "
+           "everything and fitness cannot tell genomes apart)", "RHO"),
+    Option("seed", _nonneg_int, 1, "random seed of the search, the trials and (synthetic) the workload", "S"),
+    Option("generations", _positive_int, 20, "generations after the initial population", "G"),
+    Option("population", _positive_int, 64, "genomes packed per generation (lambda), all in one batched "
+           "packing", "N"),
+    Option("parents", _positive_int, 16, "genomes kept from each generation (mu of mu + lambda)", "MU"),
+    Option("sigma", _positive_float, 0.3, "mutation scale: Gaussian steps on weights scaled to max |w| = 1, "
+           "log-normal steps on the powers", "S"),
+    Option("trials", _positive_int, 2, "shuffled task orders each genome is scored over (common random "
+           "numbers)", "T"),
+    Option("sample-k", _nonneg_int, 64, "picker of the fitness packing: K sampled machines, full scan if none "
+           "fits (0: always full scan, slow on a trace-sized cluster)", "K"),
+    Option("slot", _float_list, (0.05, 0.05), "standard slot per dimension", "C,M"),
+    Option("json", _path, None, "write the search (settings, history, champion, alpha_evolve) as JSON", "FILE"),
+) + tuple(o for o in TRACE_OPTIONS if o.name != "at")
+
+GRAD_OPTIONS = (
+    Option("start", _float_list, (1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0), "grad: the genome to start from "
+           "(w0..w5, p1, p2; default alpha_evolve)", "G"),
+    Option("steps", _nonneg_int, 20, "grad: optimizer steps", "N"),
+    Option("learning-rate", _positive_float, 0.05, "grad: Adam learning rate", "LR"),
+    Option("temperature", _positive_float, 0.1, "grad: softmax temperature of the relaxation, in units of the "
+           "spread of the feasible machines' scores", "TAU"),
+    Option("sharpness", _positive_float, 0.01, "grad: width of the relaxation's soft feasibility sigmoid, in "
+           "normalized resource units", "K"),
+)
+EVOLVE_ONLY = ("generations", "population", "parents", "sigma")
+TUNE_OPTIONS = (Option("method", _choice("grad", "evolve"), "grad", "grad: gradient ascent on the "
+                       "differentiable relaxation (optax Adam); evolve: the same search as `jaxsched evolve`",
+                       "M"),) + GRAD_OPTIONS + EVOLVE_OPTIONS
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
@@ -198,6 +241,16 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Pack a synthetic snapshot with each policy over shuffled trials "
                           "and report placed, utilization, holes and stranding per policy.")
     _add_options(snap, SNAPSHOT_OPTIONS)
+    evo = sub.add_parser("evolve", help="evolve genomes of the parameterized scoring family",
+                         description="(mu + lambda) evolutionary search over the family's genome "
+                         "(w0..w5, p1, p2): fitness is the demand-weighted placed fraction on the peak "
+                         "snapshot; a held-out snapshot is reported every generation.")
+    _add_options(evo, EVOLVE_OPTIONS)
+    tune = sub.add_parser("tune", help="tune a family genome: by gradient on a relaxation, or by evolution",
+                          description="Tune a genome of the parameterized family. --method grad: Adam on "
+                          "a differentiable relaxation of the packing, reporting every step's hard "
+                          "(argmax) objective, which is what counts; --method evolve: `jaxsched evolve`.")
+    _add_options(tune, TUNE_OPTIONS)
     sub.add_parser("policies", help="list the registered policies")
     return parser
 
@@ -269,20 +322,10 @@ def _check_sources(s: dict[str, Any], given: set[str]) -> None:
             raise UsageError(f"{', '.join(lone)}: only for a real trace; give --trace-dir too")
 
 
-def _load_workload(s: dict[str, Any], quiet: bool):
-    """(cluster, workload, JSON description, cache state) of the synthetic workload or the trace snapshot.
-
-    The cache state stays out of the JSON, which must not depend on what ran before.
-    """
+def _load_trace(s: dict[str, Any], quiet: bool):
+    """(trace, filters) of the trace settings."""
     from . import progress
-
-    if not s["trace_dir"]:
-        from .synthetic import synthetic_instance
-
-        cluster, workload = synthetic_instance(s["machines"], s["rho"], s["seed"])
-        return cluster, workload, {"source": "synthetic", "machines": cluster.num_machines,
-                                   "tasks": workload.num_tasks, "resources": list(cluster.resources)}, None
-    from .filters import Filters, snapshot_tasks
+    from .filters import Filters
     from .traces import load_trace
 
     bar = None if quiet else progress.maybe("loading trace")
@@ -290,11 +333,37 @@ def _load_workload(s: dict[str, Any], quiet: bool):
                        pods=s["pod_list"], nodes=s["node_list"], progress=bar)
     filters = Filters(days=s["days"], min_priority=s["min_priority"], max_task_dim=s["max_task_dim"],
                       max_tasks=s["max_tasks"])
-    index, chosen = snapshot_tasks(trace.workload, filters, trace.window[0], s["at"] or trace.default_instant)
+    return trace, filters
+
+
+def _trace_snapshot(s, trace, filters, at, within=None):
+    """(cluster, workload, JSON description) of one snapshot of a loaded trace."""
+    from .filters import snapshot_tasks
+
+    index, chosen = snapshot_tasks(trace.workload, filters, trace.window[0], at, within)
     snap = trace.take(index)
     doc = dict(trace.describe(), trace_dir=s["trace_dir"], loaded_tasks=trace.workload.num_tasks,
                tasks=snap.workload.num_tasks, snapshot=chosen)
-    return snap.cluster, snap.workload, doc, trace.cache
+    return snap.cluster, snap.workload, doc
+
+
+def _load_workload(s: dict[str, Any], quiet: bool):
+    """(cluster, workload, JSON description, cache state) of the synthetic workload or the trace snapshot.
+
+    The cache state stays out of the JSON, which must not depend on what ran before.
+    """
+    if not s["trace_dir"]:
+        from .synthetic import synthetic_instance
+
+        cluster, workload = synthetic_instance(s["machines"], s["rho"], s["seed"])
+        return cluster, workload, _synthetic_doc(cluster, workload, s["seed"]), None
+    trace, filters = _load_trace(s, quiet)
+    return (*_trace_snapshot(s, trace, filters, s["at"] or trace.default_instant), trace.cache)
+
+
+def _synthetic_doc(cluster, workload, seed) -> dict:
+    return {"source": "synthetic", "machines": cluster.num_machines, "tasks": workload.num_tasks,
+            "resources": list(cluster.resources), "seed": seed}
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -381,6 +450,171 @@ def _describe_snapshot(source: dict, cache_state: str) -> str:
             f"{'; skipped: ' + skipped if skipped else ''}), {when}")
 
 
+def _tuning_problems(s: dict[str, Any], quiet: bool):
+    """(train, held-out, JSON description) for tuning: the peak snapshot and one from the other half.
+
+    Synthetic: the workload of the seed, and for held-out the one of seed + 1. Trace: the
+    busiest instant of the (filtered) window, and the busiest instant of the second half
+    of the window (the first half if the peak lies in the second). Traces packed whole
+    (Alibaba pod lists) split at the middle of the window by arrival instead.
+    """
+    from .evolve import Problem
+    from .filters import DAY_S
+
+    if not s["trace_dir"]:
+        from .synthetic import synthetic_instance
+
+        train = synthetic_instance(s["machines"], s["rho"], s["seed"])
+        held = synthetic_instance(s["machines"], s["rho"], s["seed"] + 1)
+        return Problem(*train), Problem(*held), {"train": _synthetic_doc(*train, s["seed"]),
+                                                 "heldout": _synthetic_doc(*held, s["seed"] + 1)}
+    trace, filters = _load_trace(s, quiet)
+    start, end = trace.window
+    if s["days"] is not None:
+        end = min(end, start + s["days"] * DAY_S)
+    mid = 0.5 * (start + end)
+    if trace.default_instant == "all":
+        arrival = np.asarray(trace.workload.arrival)
+        first, second = trace.take(arrival < mid), trace.take(arrival >= mid)
+        if first.workload.num_tasks == 0 or second.workload.num_tasks == 0:
+            raise InputError(f"{s['trace_dir']}: every task arrives in one half of the window; nothing to hold out")
+        c1, w1, d1 = _trace_snapshot(s, first, filters, "all")
+        c2, w2, d2 = _trace_snapshot(s, second, filters, "all")
+        return Problem(c1, w1), Problem(c2, w2), {"train": d1, "heldout": d2, "split_at_s": mid}
+    c1, w1, d1 = _trace_snapshot(s, trace, filters, "busiest")
+    peak = d1["snapshot"]["instant_s"]
+    half = (mid, end) if peak < mid else (start, mid)
+    c2, w2, d2 = _trace_snapshot(s, trace, filters, "busiest", within=half)
+    return Problem(c1, w1), Problem(c2, w2), {"train": d1, "heldout": d2}
+
+
+def _check_json_flag(s: dict[str, Any]) -> None:
+    from .output import check_writable
+
+    if s.get("json"):
+        try:
+            check_writable(s["json"])
+        except InputError as e:
+            raise UsageError(f"--json: {e}") from None
+
+
+def _command_line(argv: list[str] | None) -> str:
+    import shlex
+
+    return "jaxsched " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+
+
+def cmd_evolve(args: argparse.Namespace) -> int:
+    """Evolve family genomes on the peak snapshot; report held-out fitness against alpha_evolve."""
+    s, given = resolve(args, "evolve", EVOLVE_OPTIONS)
+    return _run_evolve(s, given, args)
+
+
+def _settings_doc(s: dict[str, Any], skip=()) -> dict:
+    unused = SYNTHETIC_ONLY if s["trace_dir"] else TRACE_ONLY
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()
+            if k != "json" and k not in unused and k not in skip}
+
+
+def _run_evolve(s: dict[str, Any], given: set[str], args: argparse.Namespace) -> int:
+    _check_sources(s, given)
+    _check_json_flag(s)
+    from . import __version__, progress
+    from .evolve import EvolveConfig, evolve
+    from .output import write_json_atomic
+    from .policies import slot_vector
+
+    cfg = EvolveConfig(generations=s["generations"], population=s["population"], parents=s["parents"],
+                       sigma=s["sigma"], trials=s["trials"], sample_k=s["sample_k"], seed=s["seed"])
+    try:
+        cfg.check()
+    except InputError as e:
+        raise UsageError(str(e)) from None
+    t0 = time.perf_counter()
+    train, held, source = _tuning_problems(s, args.quiet)
+    try:
+        cfg = dataclasses.replace(cfg, slot=slot_vector(s["slot"], train.cluster.num_resources))
+    except InputError as e:
+        raise UsageError(f"--slot: {e}") from None
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    say(f"evolve: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks, held-out "
+        f"{held.cluster.num_machines} x {held.workload.num_tasks}; population {cfg.population}, parents "
+        f"{cfg.parents}, {cfg.generations} generations, {cfg.trials} trials, sample_k={cfg.sample_k or 'full scan'}")
+    say(f"{'gen':>3}  {'best%':>8}  {'median%':>8}  {'held-out%':>9}  {'elapsed':>7}  best genome (w0..w5, p1, p2)")
+
+    def report(g):
+        genome = ",".join(f"{x:.3g}" for x in g.genome)
+        say(f"{g.index:>3}  {100 * g.best:8.3f}  {100 * g.median:8.3f}  {100 * g.heldout:9.3f}  "
+            f"{time.perf_counter() - t0:6.0f}s  {genome}")
+
+    bar = None if args.quiet else progress.maybe("packing population")
+    result = evolve(train, held, cfg, on_generation=report, progress=bar)
+    doc = {"jaxsched": __version__, "experiment": "evolve", "command": _command_line(args.argv),
+           "settings": _settings_doc(s, [o.dest for o in GRAD_OPTIONS]) | {"slot": list(cfg.slot)},
+           "workload": source} | result.to_json()
+    if s["json"]:
+        write_json_atomic(s["json"], doc)
+    say(f"champion: train {100 * result.train:.3f}% vs alpha_evolve {100 * result.baseline_train:.3f}%; "
+        f"held-out {100 * result.heldout:.3f}% vs alpha_evolve {100 * result.baseline_heldout:.3f}% "
+        f"({result.evaluations} genome evaluations, {time.perf_counter() - t0:.0f}s)")
+    if s["json"]:
+        say(f"wrote {s['json']}")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Tune a family genome by gradient on the relaxation (or by evolution)."""
+    s, given = resolve(args, "tune", TUNE_OPTIONS)
+    flag = lambda dest: "--" + dest.replace("_", "-")
+    other = [o.dest for o in GRAD_OPTIONS] if s["method"] == "evolve" else list(EVOLVE_ONLY)
+    wrong = [flag(k) for k in other if k in given]
+    if wrong:
+        raise UsageError(f"{', '.join(wrong)}: not used by --method {s['method']}")
+    if s["method"] == "evolve":
+        return _run_evolve(s, given, args)
+    _check_sources(s, given)
+    _check_json_flag(s)
+    from .evolve import canonical
+    from .output import write_json_atomic
+    from .policies import GENOME_NAMES, slot_vector
+    from .relax import RelaxConfig, tune
+    from . import __version__
+
+    if len(s["start"]) != len(GENOME_NAMES):
+        raise UsageError(f"--start: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
+                         f"got {len(s['start'])}")
+    if not np.all(np.isfinite(s["start"])) or min(s["start"][6:]) <= 0:
+        raise UsageError("--start: expected finite numbers with powers p1, p2 > 0")
+    cfg = RelaxConfig(temperature=s["temperature"], sharpness=s["sharpness"])
+    t0 = time.perf_counter()
+    train, held, source = _tuning_problems(s, args.quiet)
+    try:
+        slot = slot_vector(s["slot"], train.cluster.num_resources)
+    except InputError as e:
+        raise UsageError(f"--slot: {e}") from None
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    say(f"tune --method grad: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks; "
+        f"{s['steps']} Adam steps, lr {s['learning_rate']:g}, temperature {cfg.temperature:g}, sharpness "
+        f"{cfg.sharpness:g}, {s['trials']} trials; hard objective with sample_k={s['sample_k'] or 'full scan'}")
+    say(f"{'step':>4}  {'relaxed%':>8}  {'hard%':>8}  {'elapsed':>7}  genome (w0..w5, p1, p2)")
+
+    def report(h):
+        say(f"{h.index:>4}  {100 * h.relaxed:8.3f}  {100 * h.hard:8.3f}  {time.perf_counter() - t0:6.0f}s  "
+            + ",".join(f"{x:.3g}" for x in canonical(np.asarray(h.genome))[0]))
+
+    result = tune(train, held, s["start"], steps=s["steps"], learning_rate=s["learning_rate"], trials=s["trials"],
+                  seed=s["seed"], sample_k=s["sample_k"], slot=slot, cfg=cfg, on_step=report)
+    doc = {"jaxsched": __version__, "experiment": "tune", "method": "grad", "command": _command_line(args.argv),
+           "settings": _settings_doc(s, EVOLVE_ONLY) | {"slot": list(slot)}, "workload": source} | result.to_json()
+    if s["json"]:
+        write_json_atomic(s["json"], doc)
+    say(f"best hard objective {100 * result.hard:.3f}% (start {100 * result.start_hard:.3f}%); held-out "
+        f"{100 * result.heldout:.3f}% (start {100 * result.start_heldout:.3f}%), {time.perf_counter() - t0:.0f}s")
+    if s["json"]:
+        say(f"wrote {s['json']}")
+    return 0
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     """Print the registered policies by family."""
     from .policies import FAMILY, REGISTRY
@@ -394,10 +628,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `jaxsched` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    handler = {"snapshot": cmd_snapshot, "policies": cmd_policies}[args.command]
+    handler = {"snapshot": cmd_snapshot, "evolve": cmd_evolve, "tune": cmd_tune, "policies": cmd_policies}[args.command]
     try:
         return handler(args)
     except UsageError as e:

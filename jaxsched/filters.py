@@ -69,8 +69,11 @@ def alive_at(workload: Workload, t: float) -> np.ndarray:
     return (arrival <= t) & (t < arrival + np.asarray(workload.duration, np.float64))
 
 
-def busiest_instant(workload: Workload) -> tuple[float, int]:
-    """(earliest instant with the most alive tasks, that number of tasks)."""
+def busiest_instant(workload: Workload, within: tuple[float, float] | None = None) -> tuple[float, int]:
+    """(earliest instant with the most alive tasks, that number of tasks).
+
+    within=(lo, hi): only instants lo <= t < hi are candidates.
+    """
     arrival = np.asarray(workload.arrival, np.float64)
     end = arrival + np.asarray(workload.duration, np.float64)
     live = end > arrival  # a zero-length task is never alive
@@ -79,17 +82,28 @@ def busiest_instant(workload: Workload) -> tuple[float, int]:
     times = np.concatenate([end[live], arrival[live]])
     steps = np.concatenate([np.full(live.sum(), -1), np.full(live.sum(), 1)])
     order = np.lexsort((steps, times))  # at equal times, ends (-1) before arrivals: alive is half-open
-    alive = np.cumsum(steps[order])
-    best = int(np.argmax(alive))
-    return float(times[order][best]), int(alive[best])
+    times, alive = times[order], np.cumsum(steps[order])
+    if within is None:
+        best = int(np.argmax(alive))
+        return float(times[best]), int(alive[best])
+    lo, hi = within
+    if not lo < hi:
+        raise InputError(f"empty time range [{lo:g}, {hi:g})")
+    at_lo = int(np.sum(alive_at(workload, lo)))
+    inside = np.flatnonzero((times > lo) & (times < hi))
+    if inside.size == 0 or at_lo >= alive[inside].max():
+        return float(lo), at_lo
+    best = int(inside[np.argmax(alive[inside])])
+    return float(times[best]), int(alive[best])
 
 
 def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0.0,
-                   at: float | str = "busiest") -> tuple[np.ndarray, dict]:
+                   at: float | str = "busiest", within: tuple[float, float] | None = None
+                   ) -> tuple[np.ndarray, dict]:
     """Indices of the filtered tasks in the snapshot, and what was chosen.
 
-    at: "busiest" (the busiest instant), "all" (every filtered task, whatever its
-    times: the whole list at once), or an instant in seconds.
+    at: "busiest" (the busiest instant, among lo <= t < hi if `within` is given), "all"
+    (every filtered task, whatever its times: the whole list at once), or an instant in seconds.
     """
     index, dropped = apply_filters(workload, filters, window_start)
     if index.size == 0:
@@ -99,7 +113,7 @@ def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0
         return index, dict(info, instant="all", alive_tasks=int(index.size))
     kept = workload.take(index)
     if at == "busiest":
-        t, _ = busiest_instant(kept)
+        t, _ = busiest_instant(kept, within)
     elif isinstance(at, (int, float)) and not isinstance(at, bool):
         t = float(at)
     else:
@@ -107,5 +121,7 @@ def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0
     alive = alive_at(kept, t)
     if not np.any(alive):
         raise InputError(f"no task is alive at t = {t:g} s")
-    return index[alive], dict(info, instant="busiest" if at == "busiest" else "given", instant_s=t,
-                              alive_tasks=int(alive.sum()))
+    out = dict(info, instant="busiest" if at == "busiest" else "given", instant_s=t, alive_tasks=int(alive.sum()))
+    if within is not None and at == "busiest":
+        out["within_s"] = [float(within[0]), float(within[1])]
+    return index[alive], out

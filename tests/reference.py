@@ -6,6 +6,9 @@ the JAX implementation, so the tests compare two independent readings of the con
 
 from __future__ import annotations
 
+import json
+import pathlib
+
 import numpy as np
 
 TOL = 1e-6
@@ -28,6 +31,12 @@ def _clamped_ratio(num, den):
     with np.errstate(divide="ignore", invalid="ignore"):
         raw = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.where(num > 0, HI, LO))
     return np.clip(raw, LO, HI)
+
+
+def evo_search_record() -> dict:
+    """The recorded evolution run whose champion genome is `evo_search`."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "results" / "evolve_google2011.json"
+    return json.loads(path.read_text())
 
 
 def scores(name, d, f, c, genome=None, noise=None, slot=(0.05, 0.05)):
@@ -89,7 +98,9 @@ def scores(name, d, f, c, genome=None, noise=None, slot=(0.05, 0.05)):
             s = -(b / a + a / b)
         elif name == "ae_pow":
             s = -(a + b + (b / a) ** 2 + (a / b) ** 2)
-        elif name == "family":
+        elif name in ("family", "evo_search"):
+            if name == "evo_search":
+                genome = evo_search_record()["champion"]["genome"]
             w0, w1, w2, w3, w4, w5, p1, p2 = np.asarray(genome, np.float64)
             s = -(w0 * a**p1 + w1 * b**p1 + w2 * (b / a) ** p2 + w3 * (a / b) ** p2
                   + w4 * fit + w5 * np.abs(rho[:, 0] - rho[:, 1]))

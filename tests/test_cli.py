@@ -54,8 +54,13 @@ def test_config_file_with_flag_override(tmp_path, capsys):
 def test_shipped_configs_are_valid(capsys):
     configs = [os.path.join(ROOT, "configs", f) for f in os.listdir(os.path.join(ROOT, "configs"))]
     assert configs
+    options = {"snapshot": cli.SNAPSHOT_OPTIONS, "evolve": cli.EVOLVE_OPTIONS, "tune": cli.TUNE_OPTIONS}
     for path in configs:
-        assert cli.load_config(path, "snapshot", cli.SNAPSHOT_OPTIONS)
+        with open(path, "rb") as f:
+            commands = [k for k in cli.tomllib.load(f) if k in options]
+        assert commands, path
+        for command in commands:
+            assert cli.load_config(path, command, options[command])
 
 
 @pytest.mark.parametrize("args, message", [

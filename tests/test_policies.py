@@ -23,7 +23,7 @@ def random_state(seed, M=64, R=2):
 def test_registry_holds_the_spec_table():
     spec = ["first_fit", "random", "best_fit", "norm2", "cheby", "dot", "cosine", "tetris", "align_fill",
             "worst_fit", "epvm", "convex_spread", "balance", "min_strand", "imbalance_wt", "slot_loss",
-            "alpha_evolve", "ae_tight", "ae_shape", "ae_pow"]
+            "alpha_evolve", "ae_tight", "ae_shape", "ae_pow", "evo_search"]
     assert list(policies.REGISTRY) == spec
     assert policies.policy_names("all") == tuple(spec)
 
@@ -76,3 +76,12 @@ def test_policy_names_parsing():
     assert policies.policy_names("best_fit, alpha_evolve,best_fit") == ("best_fit", "alpha_evolve")
     with pytest.raises(KeyError, match="unknown policy 'nope'"):
         policies.policy_names("best_fit,nope")
+
+
+def test_evo_search_ships_the_recorded_champion():
+    # The genome in the code is the one the recorded run found, and that run beat alpha_evolve.
+    record = reference.evo_search_record()
+    assert policies.EVO_SEARCH_GENOME == tuple(record["champion"]["genome"])
+    assert record["command"].startswith("jaxsched evolve --trace-dir")
+    assert record["champion"]["heldout"] > record["alpha_evolve"]["heldout"]
+    assert record["champion"]["train"] > record["alpha_evolve"]["train"]

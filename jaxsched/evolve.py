@@ -1,0 +1,212 @@
+"""Evolutionary search over the parameterized scoring family of POLICIES.md.
+
+A (mu + lambda) search: each generation mutates and recombines the mu parents into
+lambda children, packs all children in one batched packing (one `family` row per
+genome, every trial in the same program), and keeps the mu best of parents and
+children. Fitness is the demand-weighted placed fraction, averaged over trials, on
+the training snapshot; every genome sees the same task orders and random draws
+(common random numbers), so fitness is a deterministic function of the genome and
+parents keep theirs. A held-out snapshot is scored for the best genome of every
+generation and never used to select.
+
+Genomes are kept in a canonical form: the placements of a genome do not change when
+its weights w0..w5 are multiplied by a positive constant, so weights are scaled to
+max |w| = 1; powers p1, p2 stay in [POWER_MIN, POWER_MAX].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from . import rng
+from .errors import InputError
+from .packing import PackConfig, pack
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_NAMES, GENOME_SIZE, slot_vector
+from .types import Cluster, Workload, validate
+
+POWER_MIN, POWER_MAX = 0.25, 4.0
+EXPERIMENT_TRAIN = "evolve"
+EXPERIMENT_HELDOUT = "evolve-heldout"
+
+# Named points of the family that seed the first generation beside mutants of alpha_evolve.
+SEED_GENOMES = {
+    "alpha_evolve": ALPHA_EVOLVE_GENOME,
+    "best_fit": (0, 0, 0, 0, -1, 0, 1, 1),
+    "ae_shape": (0, 0, 1, 1, 0, 0, 1, 1),
+    "ae_pow": (1, 1, 1, 1, 0, 0, 1, 2),
+    "balance": (0, 0, 0, 0, 0, 1, 1, 1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class EvolveConfig:
+    """Settings of one evolutionary search (all static)."""
+
+    generations: int = 20
+    population: int = 64  # lambda: children per generation, packed together
+    parents: int = 16  # mu: survivors of each generation
+    sigma: float = 0.3  # mutation scale, on canonical weights and on log powers
+    crossover: float = 0.5  # chance a child mixes two parents coordinate by coordinate
+    trials: int = 2  # shuffled task orders per genome (common random numbers)
+    sample_k: int = 64  # picker of the fitness packing (0: full scan)
+    seed: int = 1
+    slot: tuple[float, ...] | None = None
+
+    def check(self) -> None:
+        """Raise InputError naming the first bad setting."""
+        for name in ("generations", "population", "parents", "trials"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.parents > self.population:
+            raise InputError(f"parents ({self.parents}) must not exceed the population ({self.population})")
+        if not self.sigma > 0:
+            raise InputError(f"sigma must be > 0, got {self.sigma}")
+        if not 0 <= self.crossover <= 1:
+            raise InputError(f"crossover must be in [0, 1], got {self.crossover}")
+        if self.sample_k < 0:
+            raise InputError(f"sample_k must be >= 0, got {self.sample_k}")
+
+
+class Problem(NamedTuple):
+    """One packing problem that genomes are scored on."""
+
+    cluster: Cluster
+    workload: Workload
+
+
+def canonical(genomes: np.ndarray) -> np.ndarray:
+    """Genomes with weights scaled to max |w| = 1 and powers clipped to [POWER_MIN, POWER_MAX]."""
+    g = np.array(genomes, np.float64, ndmin=2)
+    scale = np.max(np.abs(g[:, :6]), axis=1, keepdims=True)
+    g[:, :6] /= np.where(scale > 0, scale, 1.0)
+    g[:, 6:] = np.clip(g[:, 6:], POWER_MIN, POWER_MAX)
+    return g.astype(np.float32)
+
+
+def fitness(problem: Problem, genomes: np.ndarray, trials: int, seed: int, sample_k: int = 0, slot=None,
+            experiment: str = EXPERIMENT_TRAIN, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Demand-weighted placed fraction (`placed_weighted`) of each genome in each trial: f64[P, T].
+
+    All genomes and trials run as one batched packing.
+    """
+    genomes = np.asarray(genomes, np.float32).reshape(-1, GENOME_SIZE)
+    cluster, workload = problem
+    slot = slot_vector(slot, cluster.num_resources)
+    cfg = PackConfig(policies=("family",) * len(genomes), sample_k=sample_k, slot=slot)
+    keys = rng.trial_keys(seed, experiment, trials)
+    state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
+    # placed_weighted of metrics.py, in float64 on the host: the same bits however genomes are batched.
+    weight = np.sum(np.asarray(workload.demand, np.float64), axis=1)
+    total = weight.sum()
+    return (np.asarray(state.placement) >= 0) @ weight / (total if total > 0 else 1.0)
+
+
+def initial_population(size: int, gen: np.random.Generator, sigma: float) -> np.ndarray:
+    """The named seed genomes (as many as fit), then mutants of alpha_evolve."""
+    seeds = canonical(np.array(list(SEED_GENOMES.values()), np.float32))[:size]
+    base = np.repeat(canonical(np.array([ALPHA_EVOLVE_GENOME]))[None, 0], size - len(seeds), axis=0)
+    return np.concatenate([seeds, mutate(base, gen, sigma)], axis=0) if size > len(seeds) else seeds
+
+
+def mutate(genomes: np.ndarray, gen: np.random.Generator, sigma: float) -> np.ndarray:
+    """Gaussian steps on the weights (a weight is zeroed with chance 0.1) and log-normal steps on the powers."""
+    g = np.array(genomes, np.float64)
+    g[:, :6] += sigma * gen.standard_normal(g[:, :6].shape)
+    g[:, :6] *= gen.random(g[:, :6].shape) >= 0.1
+    g[:, 6:] *= np.exp(sigma * gen.standard_normal(g[:, 6:].shape))
+    return canonical(g)
+
+
+def children(parents: np.ndarray, count: int, gen: np.random.Generator, cfg: EvolveConfig) -> np.ndarray:
+    """`count` children: a uniformly drawn parent, with chance `crossover` mixed with a second one, mutated."""
+    a = parents[gen.integers(0, len(parents), count)]
+    b = parents[gen.integers(0, len(parents), count)]
+    mix = (gen.random(count) < cfg.crossover)[:, None] & (gen.random(a.shape) < 0.5)
+    return mutate(np.where(mix, b, a), gen, cfg.sigma)
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """What one generation found: fitness of its best genome so far and of its children."""
+
+    index: int
+    best: float  # training fitness of the best genome kept so far
+    median: float  # median training fitness of this generation's newly evaluated genomes
+    heldout: float  # held-out fitness of the best genome kept so far
+    genome: tuple[float, ...]  # that best genome
+
+
+@dataclasses.dataclass(frozen=True)
+class EvolveResult:
+    """The champion, the baseline alpha_evolve, and the per-generation history."""
+
+    champion: tuple[float, ...]
+    train: float
+    heldout: float
+    baseline_train: float  # alpha_evolve on the same snapshots, trials and draws
+    baseline_heldout: float
+    history: list[Generation]
+    evaluations: int  # genomes packed on the training snapshot (each over every trial)
+
+    def to_json(self) -> dict:
+        """JSON-ready: genomes by coordinate name, history as a list of records."""
+        named = lambda g: dict(zip(GENOME_NAMES, (float(x) for x in g)))
+        return {
+            "champion": {"genome": [float(x) for x in self.champion], "named": named(self.champion),
+                         "train": self.train, "heldout": self.heldout},
+            "alpha_evolve": {"train": self.baseline_train, "heldout": self.baseline_heldout},
+            "evaluations": self.evaluations,
+            "history": [dataclasses.asdict(h) | {"genome": [float(x) for x in h.genome]} for h in self.history],
+        }
+
+
+def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
+           on_generation: Callable[[Generation], None] | None = None,
+           progress: Callable[[int, int], None] | None = None) -> EvolveResult:
+    """Run the (mu + lambda) search of `cfg` on `train`, reporting the held-out fitness of each best genome.
+
+    on_generation(g) after each generation (generation 0 is the initial population);
+    progress(done, total) during each population's packing.
+    """
+    cfg.check()
+    for problem in (train, heldout):
+        validate(*problem)
+    gen = np.random.default_rng([cfg.seed, zlib.crc32(EXPERIMENT_TRAIN.encode())])
+    score = lambda g: fitness(train, g, cfg.trials, cfg.seed, cfg.sample_k, cfg.slot, progress=progress).mean(1)
+    held_cache: dict[bytes, float] = {}
+
+    def held(genome):
+        key = np.asarray(genome, np.float32).tobytes()
+        if key not in held_cache:
+            held_cache[key] = float(fitness(heldout, genome, cfg.trials, cfg.seed, cfg.sample_k, cfg.slot,
+                                            EXPERIMENT_HELDOUT).mean())
+        return held_cache[key]
+
+    pool = initial_population(cfg.population, gen, cfg.sigma)
+    fit = score(pool)
+    evaluations = len(pool)
+    history = []
+    for g in range(cfg.generations + 1):
+        if g > 0:
+            kids = children(pool, cfg.population, gen, cfg)
+            kid_fit = score(kids)
+            evaluations += len(kids)
+            pool, fit = np.concatenate([pool, kids]), np.concatenate([fit, kid_fit])
+            new_fit = kid_fit
+        else:
+            new_fit = fit
+        keep = np.argsort(-fit, kind="stable")[: cfg.parents]  # ties: the older genome
+        pool, fit = pool[keep], fit[keep]
+        record = Generation(index=g, best=float(fit[0]), median=float(np.median(new_fit)), heldout=held(pool[0]),
+                            genome=tuple(float(x) for x in pool[0]))
+        history.append(record)
+        if on_generation is not None:
+            on_generation(record)
+    alpha = canonical(np.array([ALPHA_EVOLVE_GENOME]))
+    return EvolveResult(champion=history[-1].genome, train=history[-1].best, heldout=history[-1].heldout,
+                        baseline_train=float(score(alpha)[0]), baseline_heldout=held(alpha[0]),
+                        history=history, evaluations=evaluations)
