@@ -32,7 +32,7 @@ from jax import lax
 from .errors import InputError
 
 from . import rng
-from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, get_policy, safe_inverse, score_machines, slot_vector
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines, slot_vector
 from .types import Cluster, PackState, Workload
 
 CHUNK = 128
@@ -136,11 +136,57 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback):
     if not fallback:
         return j
     missing = j == none
-    return lax.cond(
-        jnp.any(missing),
-        lambda: jnp.where(missing, _full_scan(cfg, free, d, inv, genomes, nwords, step, none), j),
-        lambda: j,
-    )
+    return lax.cond(jnp.any(missing), lambda: _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j),
+                    lambda: j)
+
+
+FALLBACK_ROWS = 4  # rows of one policy gathered per full-scan fallback pass
+
+
+def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
+    """j with a full scan for the (row, trial) pairs in `missing`: i32[P, T].
+
+    Only those pairs are scanned, FALLBACK_ROWS at a time, gathered out of their policy's
+    rows (in a big batch a few rows miss at a step, and scanning all of them would cost
+    a full-scan packing), and a gathered set where the task fits no machine at all (a
+    full cluster) skips the scoring. Policies that draw noise (per trial) scan all their
+    rows. Every row gets the same answer as from a full scan of its own.
+    """
+    P, T, R, Mp = free.shape
+    out = []
+    for name, lo, hi in cfg.groups():
+        sub = dataclasses.replace(cfg, policies=(name,) * (hi - lo))
+        miss, j_g = missing[lo:hi], j[lo:hi]
+        if sub.uses_noise:
+            full = _full_scan(sub, free[lo:hi], d[lo:hi], inv, genomes[lo:hi], nwords, step, none)
+            out.append(jnp.where(miss, full, j_g))
+            continue
+        G = (hi - lo) * T
+        C = min(FALLBACK_ROWS, G)
+        count = jnp.sum(miss, dtype=jnp.int32)
+        ids = jnp.nonzero(miss.reshape(G), size=G + C, fill_value=0)[0].astype(jnp.int32)
+        one = dataclasses.replace(cfg, policies=(name,) * C)
+
+        def chunk(state, lo=lo, ids=ids, count=count, one=one):
+            i, res = state
+            rows = lax.dynamic_slice(ids, (i * C,), (C,))
+            p, t = lo + rows // T, rows % T
+            f_c, d_c = free[p, t], d[p, t]  # [C, R, Mp], [C, R]
+            # Scoring is the costly part: skip it when no gathered row fits anywhere (a full cluster).
+            fits = feasible(tuple(d_c[:, x, None] for x in range(R)), tuple(f_c[:, x] for x in range(R)),
+                            tuple(inv[x][None] for x in range(R)))
+            found = lax.cond(
+                jnp.any(fits),
+                lambda: _full_scan(one, f_c[:, None], d_c[:, None], inv, genomes[p], nwords[:1], step, none),
+                lambda: jnp.full((C, 1), none, jnp.int32))
+            valid = i * C + jnp.arange(C, dtype=jnp.int32) < count
+            res = res.at[jnp.where(valid, rows, G)].set(found[:, 0], mode="drop", unique_indices=True)
+            return i + 1, res
+
+        _, res = lax.while_loop(lambda state, count=count: state[0] * C < count, chunk,
+                                (jnp.int32(0), j_g.reshape(G)))
+        out.append(res.reshape(hi - lo, T))
+    return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
 
 def _place(free, j, d, none):

@@ -68,6 +68,31 @@ def test_batching_does_not_change_results():
         np.testing.assert_array_equal(both.free[p], alone.free[0])
 
 
+def test_fallback_of_a_few_missing_rows_in_a_big_batch():
+    # 7 genomes x 3 trials = 21 rows of one policy: the full-scan fallback gathers only the
+    # rows whose draws all missed, 8 at a time; each row must still be the reference packing.
+    cluster, wl = instance(11, M=24, N=110)
+    keys = rng.trial_keys(5, "test", 3)
+    g = np.random.default_rng(2)
+    genomes = np.concatenate([GENOME[None], g.uniform(-1, 1, (6, 8))]).astype(np.float32)
+    genomes[:, 6:] = g.uniform(0.5, 2.0, (7, 2))
+    batch = pack(cluster, wl, PackConfig(policies=("family",) * 7, sample_k=2), keys, genomes=genomes)
+    orders = np.asarray(rng.trial_orders(keys, wl.num_tasks))
+    samples, noise = draws(keys, wl.num_tasks, cluster.num_machines, 2)
+    checked = 0
+    for p in range(7):
+        alone = pack(cluster, wl, PackConfig(policies=("family",), sample_k=2), keys, genomes=genomes[p:p + 1])
+        np.testing.assert_array_equal(batch.placement[p], alone.placement[0])
+        for t in range(3):
+            want, _, fragile = reference.pack(cluster.capacity, wl.demand, orders[t], "family", genomes[p],
+                                              samples[t], noise[t], fragility=1e-5)
+            if not fragile:
+                checked += 1
+                np.testing.assert_array_equal(batch.placement[p, t], want, err_msg=f"genome {p} trial {t}")
+    assert checked >= 15
+    assert np.mean(batch.placement < 0) > 0.05  # overloaded: the fallback ran, and found nothing often
+
+
 def test_trials_share_orders_across_policies():
     """Common random numbers: first_fit and best_fit see the same task order in trial t."""
     cluster, wl = instance(1, M=400, N=30)  # plenty of room: first_fit fills machine 0 first
