@@ -32,7 +32,8 @@ from jax import lax
 from .errors import InputError
 
 from . import rng
-from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines, slot_vector
+from .policies import (ALPHA_EVOLVE_GENOME, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines,
+                       slot_vector)
 from .types import Cluster, PackState, Workload
 
 CHUNK = 128
