@@ -488,6 +488,23 @@ def _tuning_problems(s: dict[str, Any], quiet: bool):
     return Problem(c1, w1), Problem(c2, w2), {"train": d1, "heldout": d2}
 
 
+def _tuning_inputs(s: dict[str, Any], quiet: bool):
+    """(train, held-out, JSON description, slot vector) of a tuning run; a bad --slot exits 2."""
+    from .policies import slot_vector
+
+    train, held, source = _tuning_problems(s, quiet)
+    try:
+        slot = slot_vector(s["slot"], train.cluster.num_resources)
+    except InputError as e:
+        raise UsageError(f"--slot: {e}") from None
+    return train, held, source, slot
+
+
+def _printer(quiet: bool) -> Callable[..., None]:
+    """print, flushed, or nothing with --quiet."""
+    return (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+
+
 def _check_json_flag(s: dict[str, Any]) -> None:
     from .output import check_writable
 
@@ -522,7 +539,6 @@ def _run_evolve(s: dict[str, Any], given: set[str], args: argparse.Namespace) ->
     from . import __version__, progress
     from .evolve import EvolveConfig, evolve
     from .output import write_json_atomic
-    from .policies import slot_vector
 
     cfg = EvolveConfig(generations=s["generations"], population=s["population"], parents=s["parents"],
                        sigma=s["sigma"], trials=s["trials"], sample_k=s["sample_k"], seed=s["seed"])
@@ -531,12 +547,9 @@ def _run_evolve(s: dict[str, Any], given: set[str], args: argparse.Namespace) ->
     except InputError as e:
         raise UsageError(str(e)) from None
     t0 = time.perf_counter()
-    train, held, source = _tuning_problems(s, args.quiet)
-    try:
-        cfg = dataclasses.replace(cfg, slot=slot_vector(s["slot"], train.cluster.num_resources))
-    except InputError as e:
-        raise UsageError(f"--slot: {e}") from None
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    train, held, source, slot = _tuning_inputs(s, args.quiet)
+    cfg = dataclasses.replace(cfg, slot=slot)
+    say = _printer(args.quiet)
     say(f"evolve: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks, held-out "
         f"{held.cluster.num_machines} x {held.workload.num_tasks}; population {cfg.population}, parents "
         f"{cfg.parents}, {cfg.generations} generations, {cfg.trials} trials, sample_k={cfg.sample_k or 'full scan'}")
@@ -576,7 +589,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _check_json_flag(s)
     from .evolve import canonical
     from .output import write_json_atomic
-    from .policies import GENOME_NAMES, slot_vector
+    from .policies import GENOME_NAMES
     from .relax import RelaxConfig, tune
     from . import __version__
 
@@ -587,12 +600,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("--start: expected finite numbers with powers p1, p2 > 0")
     cfg = RelaxConfig(temperature=s["temperature"], sharpness=s["sharpness"])
     t0 = time.perf_counter()
-    train, held, source = _tuning_problems(s, args.quiet)
-    try:
-        slot = slot_vector(s["slot"], train.cluster.num_resources)
-    except InputError as e:
-        raise UsageError(f"--slot: {e}") from None
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    train, held, source, slot = _tuning_inputs(s, args.quiet)
+    say = _printer(args.quiet)
     say(f"tune --method grad: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks; "
         f"{s['steps']} Adam steps, lr {s['learning_rate']:g}, temperature {cfg.temperature:g}, sharpness "
         f"{cfg.sharpness:g}, {s['trials']} trials; hard objective with sample_k={s['sample_k'] or 'full scan'}")

@@ -188,6 +188,7 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
 
     pool = initial_population(cfg.population, gen, cfg.sigma)
     fit = score(pool)
+    baseline_train = float(fit[0])  # the first seed genome is alpha_evolve
     evaluations = len(pool)
     history = []
     for g in range(cfg.generations + 1):
@@ -206,7 +207,7 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
         history.append(record)
         if on_generation is not None:
             on_generation(record)
-    alpha = canonical(np.array([ALPHA_EVOLVE_GENOME]))
+    alpha = canonical(np.array([ALPHA_EVOLVE_GENOME]))[0]
     return EvolveResult(champion=history[-1].genome, train=history[-1].best, heldout=history[-1].heldout,
-                        baseline_train=float(score(alpha)[0]), baseline_heldout=held(alpha[0]),
+                        baseline_train=baseline_train, baseline_heldout=held(alpha),
                         history=history, evaluations=evaluations)
