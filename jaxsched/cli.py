@@ -212,6 +212,31 @@ TUNE_OPTIONS = (Option("method", _choice("grad", "evolve"), "grad", "grad: gradi
                        "differentiable relaxation (optax Adam); evolve: the same search as `jaxsched evolve`",
                        "M"),) + GRAD_OPTIONS + EVOLVE_OPTIONS
 
+EVENT_OPTIONS = (
+    SYNTHETIC_OPTIONS[0],
+    Option("rho", _positive_float, 0.75, "synthetic offered load: tasks are drawn until total demand x mean "
+           "duration / the one-day arrival horizon reaches RHO of capacity in the binding dimension", "RHO"),
+    Option("trials", _positive_int, 1, "replays per policy, each with its own random draws (common random "
+           "numbers across policies)", "T"),
+    Option("policy", _policy_list, "best_fit,alpha_evolve", "comma-separated policies, or 'all'", "LIST"),
+    Option("sample-k", _nonneg_int, 64, "score K machines drawn at random per try; an arrival whose draws all "
+           "miss gets a full scan, a retry from the queue does not (0: always full scan)", "K"),
+    Option("preempt", _flag, False, "Borg-style priorities: the queue drains production (priority >= 9) first, "
+           "and an arriving production task that fits nowhere may evict tasks of priority < 9"),
+    Option("max-evictions", _positive_int, None, "with --preempt: room for this many evictions per replay "
+           "(default: the task count); more is an error, never a silent cap", "N"),
+    Option("seed", _nonneg_int, 1, "random seed: same seed, same results on any device count", "S"),
+    Option("slot", _float_list, (0.05, 0.05), "standard slot per dimension (slot_loss, min_strand)", "C,M"),
+    Option("genome", _float_list, None, "w0,w1,w2,w3,w4,w5,p1,p2 for the 'family' policy", "G"),
+    Option("json", _path, None, "write the figures per policy and trial as JSON (atomically)", "FILE"),
+    Option("util-csv", _path, None, "write a utilization time series per policy (and trial) to "
+           "PREFIX_<policy>[_t<trial>].csv", "PREFIX"),
+    Option("util-dt", _positive_float, 300.0, "bucket width of the --util-csv series in seconds (at most "
+           "1,000,000 rows per file)", "S"),
+) + tuple(o for o in TRACE_OPTIONS if o.name != "at")
+EVENT_ONLY = ("preempt", "max_evictions", "util_csv", "util_dt")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
         self.exit(EXIT_USAGE, f"jaxsched: error: {message} (see `{self.prog} --help`)\n")
@@ -251,6 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "a differentiable relaxation of the packing, reporting every step's hard "
                           "(argmax) objective, which is what counts; --method evolve: `jaxsched evolve`.")
     _add_options(tune, TUNE_OPTIONS)
+    ev = sub.add_parser("event", help="replay the arrival stream through a discrete-event scheduler",
+                        description="Replay arrivals through each policy with a pending queue (and Borg-style "
+                        "preemption with --preempt), every policy and trial batched in one JAX loop; report "
+                        "utilization over the steady-state window, placement latency percentiles and queue "
+                        "statistics per policy.")
+    _add_options(ev, EVENT_OPTIONS)
     sub.add_parser("policies", help="list the registered policies")
     return parser
 
@@ -624,6 +655,101 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _event_workload(s: dict[str, Any], quiet: bool):
+    """(cluster, workload, JSON description) of the synthetic workload or the filtered trace."""
+    if not s["trace_dir"]:
+        from .synthetic import synthetic_instance
+
+        cluster, workload = synthetic_instance(s["machines"], s["rho"], s["seed"], event=True)
+        return cluster, workload, dict(_synthetic_doc(cluster, workload, s["seed"]), offered_load=s["rho"])
+    from .filters import apply_filters
+
+    trace, filters = _load_trace(s, quiet)
+    index, dropped = apply_filters(trace.workload, filters, trace.window[0])
+    if index.size == 0:
+        raise InputError(f"the filters {filters.active()} leave no task")
+    kept = trace.take(index)
+    doc = dict(trace.describe(), trace_dir=s["trace_dir"], loaded_tasks=trace.workload.num_tasks,
+               tasks=int(index.size), filters=filters.active(), dropped=dropped)
+    return kept.cluster, kept.workload, doc
+
+
+def _csv_paths(prefix: str, policies, trials: int) -> dict[tuple[str, int], str]:
+    return {(p, t): f"{prefix}_{p}{'' if trials == 1 else f'_t{t}'}.csv" for p in policies for t in range(trials)}
+
+
+def cmd_event(args: argparse.Namespace) -> int:
+    """Replay the arrivals of the synthetic workload or a trace through each policy."""
+    s, given = resolve(args, "event", EVENT_OPTIONS)
+    _check_sources(s, given)
+    _check_json_flag(s)
+    from . import __version__, progress
+    from .output import check_writable, format_event_table, write_csv_atomic, write_json_atomic
+    from .policies import GENOME_NAMES, policy_names
+
+    try:
+        policies = policy_names(s["policy"])
+    except KeyError as e:
+        raise UsageError(f"--policy: {e.args[0]}") from None
+    if s["genome"] is not None and len(s["genome"]) != len(GENOME_NAMES):
+        raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
+                         f"got {len(s['genome'])}")
+    if s["max_evictions"] is not None and not s["preempt"]:
+        raise UsageError("--max-evictions: only with --preempt")
+    csv_paths = _csv_paths(s["util_csv"], policies, s["trials"]) if s["util_csv"] else {}
+    for path in csv_paths.values():
+        try:
+            check_writable(path)
+        except InputError as e:
+            raise UsageError(f"--util-csv: {e}") from None
+
+    import jax
+
+    from .event import run_event
+    from .eventstats import SERIES_CAP, utilization_series
+
+    say = _printer(args.quiet)
+    t0 = time.perf_counter()
+    cluster, workload, source = _event_workload(s, args.quiet)
+    span = float(np.max(np.asarray(workload.arrival) + np.asarray(workload.duration)))
+    if csv_paths and span / s["util_dt"] > SERIES_CAP:
+        raise UsageError(f"--util-dt {s['util_dt']:g}: a {span:,.0f} s replay would give more than "
+                         f"{SERIES_CAP:,} rows per file")
+    bar = None if args.quiet else progress.maybe("replaying")
+    result = run_event(cluster, workload, policies, s["trials"], s["seed"], s["sample_k"], s["preempt"],
+                       s["slot"], s["genome"], s["max_evictions"], progress=bar)
+    wall = time.perf_counter() - t0
+    unused = (SYNTHETIC_ONLY if s["trace_dir"] else TRACE_ONLY)
+    doc = {
+        "jaxsched": __version__,
+        "experiment": "event",
+        "command": _command_line(args.argv),
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()
+                     if k not in ("json", "util_csv") and k not in unused} | {"policy": list(policies)},
+        "workload": source,
+        "tick_s": result.replay.inputs.tick_s,
+        "policies": result.summary(),
+    }
+    rep = result.replay
+    for (p, t), path in csv_paths.items():
+        b = policies.index(p) * s["trials"] + t
+        series = utilization_series(rep.segments[b], np.asarray(workload.arrival), np.asarray(workload.demand),
+                                    np.asarray(cluster.capacity), rep.inputs.tick_s, s["util_dt"])
+        header = ["time_s", "running", "pending"] + [f"util_{r}" for r in cluster.resources]
+        write_csv_atomic(path, header, series)
+    if s["json"]:
+        write_json_atomic(s["json"], doc)
+    dev = jax.devices()
+    where = "synthetic" if not s["trace_dir"] else f"{source['source']} trace"
+    say(f"event: {where}, {cluster.num_machines} machines, {workload.num_tasks} tasks, {s['trials']} trial(s), "
+        f"sample_k={s['sample_k'] or 'full scan'}, preempt={'on' if s['preempt'] else 'off'}, seed {s['seed']}, "
+        f"{len(dev)} {dev[0].platform} device(s), {wall:.1f}s")
+    say(format_event_table(result.summary(), cluster.resources, s["preempt"]))
+    for path in list(csv_paths.values()) + ([s["json"]] if s["json"] else []):
+        say(f"wrote {path}")
+    return 0
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     """Print the registered policies by family."""
     from .policies import FAMILY, REGISTRY
@@ -641,7 +767,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    handler = {"snapshot": cmd_snapshot, "evolve": cmd_evolve, "tune": cmd_tune, "policies": cmd_policies}[args.command]
+    handler = {"snapshot": cmd_snapshot, "evolve": cmd_evolve, "tune": cmd_tune, "event": cmd_event,
+               "policies": cmd_policies}[args.command]
     try:
         return handler(args)
     except UsageError as e:

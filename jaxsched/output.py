@@ -37,6 +37,44 @@ def write_json_atomic(path: str, obj) -> None:
         raise
 
 
+def write_csv_atomic(path: str, header: list[str], rows) -> None:
+    """Write a numeric table as CSV to a temporary file beside `path`, then rename it into place."""
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(",".join(header) + "\n")
+            for row in rows:
+                f.write(",".join(f"{v:.6g}" for v in row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def format_event_table(summary: dict, resources, by_band: bool) -> str:
+    """The event-mode table: one row per policy, means over trials."""
+    cols = [(f"utilization_{r}", f"util_{r}%", 100.0, 2) for r in resources]
+    cols += [("latency_p50_s", "p50_s", 1.0, 1), ("latency_p90_s", "p90_s", 1.0, 1),
+             ("latency_p99_s", "p99_s", 1.0, 1), ("latency_max_s", "max_s", 1.0, 0),
+             ("latency_never_placed", "never", 1.0, 0), ("pending_mean", "pend_mean", 1.0, 1),
+             ("pending_max", "pend_max", 1.0, 0)]
+    if by_band:
+        cols += [("latency_production_p99_s", "prod_p99_s", 1.0, 1), ("latency_middle_p99_s", "mid_p99_s", 1.0, 1),
+                 ("latency_free_p99_s", "free_p99_s", 1.0, 1), ("evictions", "evictions", 1.0, 0)]
+    head = ["policy"] + [c[1] for c in cols]
+    rows = []
+    for name, fig in summary.items():
+        mean = fig["mean"]
+        rows.append([name] + [f"{mean[k] * scale:.{d}f}" if k in mean else "-" for k, _, scale, d in cols])
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
+
+
 def format_table(summary: dict, columns: list[tuple]) -> str:
     """A fixed-width table: one row per policy, `mean±std` per (metric, header, scale[, digits]) column.
 

@@ -71,10 +71,30 @@ def _task_shapes(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.clip(np.stack([cpu, mem], 1), MIN_REQUEST, MAX_REQUEST).astype(np.float32)
 
 
+# Mean task duration of the lognormal(log 1800 s, 1.5) draw: 1800 exp(1.5^2 / 2) s.
+MEAN_DURATION_S = 1800.0 * float(np.exp(1.125))
+
+
 def synthetic_workload(cluster: Cluster, rho: float, seed: int) -> Workload:
     """Tasks drawn until the binding dimension's load reaches `rho` of the cluster."""
     if not 0 < rho <= 10:
         raise InputError(f"rho must be in (0, 10], got {rho}")
+    return _draw_workload(cluster, rho, seed)
+
+
+def synthetic_event_workload(cluster: Cluster, rho: float, seed: int) -> Workload:
+    """Tasks drawn until the offered load reaches `rho`, for event mode.
+
+    Offered load: total demand x mean duration / arrival horizon, over the cluster's
+    capacity, in the binding dimension: about the utilization the arrivals would give in
+    steady state if every task were placed on arrival.
+    """
+    if not 0 < rho <= 10:
+        raise InputError(f"rho must be in (0, 10], got {rho}")
+    return _draw_workload(cluster, rho * HORIZON_S / MEAN_DURATION_S, seed)
+
+
+def _draw_workload(cluster: Cluster, rho: float, seed: int) -> Workload:
     rng = np.random.default_rng([seed, 1])
     total = np.asarray(cluster.capacity, np.float64).sum(axis=0)
     parts, load = [], np.zeros(2)
@@ -96,7 +116,7 @@ def synthetic_workload(cluster: Cluster, rho: float, seed: int) -> Workload:
     return Workload(demand=demand, priority=priority.astype(np.int32), arrival=arrival, duration=duration)
 
 
-def synthetic_instance(machines: int, rho: float, seed: int) -> tuple[Cluster, Workload]:
-    """The synthetic cluster and its workload at load `rho`."""
+def synthetic_instance(machines: int, rho: float, seed: int, event: bool = False) -> tuple[Cluster, Workload]:
+    """The synthetic cluster and its workload at load `rho` (offered load with `event`)."""
     cluster = synthetic_cluster(machines, seed)
-    return cluster, synthetic_workload(cluster, rho, seed)
+    return cluster, (synthetic_event_workload if event else synthetic_workload)(cluster, rho, seed)

@@ -1,0 +1,229 @@
+"""Event mode: the batched JAX replay against the heapq reference, the figures, and the CLI."""
+
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxsched import cli, event, rng
+from jaxsched.errors import InputError
+from jaxsched.eventstats import StepFunction, row_stats, utilization_series
+from jaxsched.types import Cluster, Workload
+
+import reference_event
+
+POLICIES = ("best_fit", "first_fit", "alpha_evolve", "worst_fit", "random", "dot")
+# Scores computed without rounding on grid inputs (sums and products of multiples of 1/64 and
+# powers of two), in float32 as in float64: their exact ties are ties in both.
+EXACT = {"best_fit", "first_fit", "worst_fit", "random", "dot"}
+TRACE = "../shared/data/google2011"
+
+
+def grid_case(seed, M=10, N=160, heavy=True):
+    """Capacities and demands on a binary grid (exact in float32), arrivals and durations in whole seconds."""
+    g = np.random.default_rng(seed)
+    cap = g.choice([0.25, 0.5, 1.0], size=(M, 2)).astype(np.float32)
+    dem = (g.integers(1, 20, size=(N, 2)) / 64).astype(np.float32)
+    arrival = np.sort(g.integers(0, 200, N)).astype(np.float64)
+    duration = g.integers(0, 400 if heavy else 60, N).astype(np.float64)
+    priority = g.choice([0, 1, 4, 9, 10], N).astype(np.int32)
+    return Cluster(cap), Workload(demand=dem, priority=priority, arrival=arrival, duration=duration)
+
+
+def reference_rows(cluster, workload, rep, names, sample_k, preempt, keys):
+    inp = rep.inputs
+    sw, nw = np.asarray(rng.hash_words(keys, rng.STREAM_SAMPLE)), np.asarray(rng.hash_words(keys, rng.STREAM_NOISE))
+    out = []
+    for b, name in enumerate(names):
+        segs, first, evictions, tie = reference_event.replay(
+            np.asarray(cluster.capacity), inp.demand, inp.arrival, inp.duration,
+            np.asarray(workload.priority)[inp.order], name, sample_k, preempt, sw[b], nw[b],
+            exact_scores=name in EXACT)
+        segs = np.asarray(segs, np.int64).reshape(-1, 4)
+        segs[:, 0] = inp.order[segs[:, 0]]
+        first_start = np.full(len(first), -1, np.int64)
+        first_start[inp.order] = first
+        out.append((segs, first_start, evictions, tie))
+    return out
+
+
+@pytest.mark.parametrize("sample_k,preempt", [(0, False), (4, False), (0, True), (4, True)])
+def test_replay_matches_the_reference_engine(sample_k, preempt):
+    compared, queued, evicted = 0, 0, 0
+    names = POLICIES
+    for seed in range(5):
+        cluster, wl = grid_case(seed)
+        keys = jnp.concatenate([rng.trial_keys(seed, "event", 1)] * len(names))
+        rep = event.replay(cluster, wl, event.EventConfig(names, sample_k=sample_k, preempt=preempt), keys)
+        for b, (segs, first, evictions, tie) in enumerate(reference_rows(cluster, wl, rep, names, sample_k,
+                                                                         preempt, keys)):
+            if tie:  # a float32 near tie of scores may decide differently from float64
+                continue
+            compared += 1
+            np.testing.assert_array_equal(rep.segments[b], segs, err_msg=f"{names[b]} seed {seed}")
+            np.testing.assert_array_equal(rep.first_start[b], first)
+            assert rep.evictions[b] == evictions
+            queued += int(np.sum(first > np.rint(np.asarray(wl.arrival)).astype(np.int64) * 1000))
+            evicted += evictions
+    assert compared >= 0.8 * 5 * len(names), compared
+    assert queued > 100  # the cases do exercise the pending queue
+    assert (evicted > 20) == preempt
+
+
+def test_runs_conserve_durations_and_capacity():
+    """Every task runs exactly its duration in total, and no machine is ever over capacity."""
+    cluster, wl = grid_case(11, M=8, N=200)
+    names = ("best_fit", "alpha_evolve")
+    keys = jnp.concatenate([rng.trial_keys(3, "event", 1)] * 2)
+    rep = event.replay(cluster, wl, event.EventConfig(names, sample_k=3, preempt=True), keys)
+    dur = rep.inputs.duration[np.argsort(rep.inputs.order)]  # ticks, in workload order
+    cap = np.asarray(cluster.capacity, np.float64)
+    dem = np.asarray(wl.demand, np.float64)
+    for b in range(len(names)):
+        segs = rep.segments[b]
+        assert np.all(segs[:, 3] >= segs[:, 2])
+        total = np.bincount(segs[:, 0], weights=segs[:, 3] - segs[:, 2], minlength=wl.num_tasks)
+        placed = rep.first_start[b] >= 0
+        np.testing.assert_array_equal(total[placed], dur[placed])
+        for m in range(cluster.num_machines):
+            on = segs[segs[:, 1] == m]
+            times = np.unique(on[:, 2])
+            for t in times:
+                alive = (on[:, 2] <= t) & (t < on[:, 3])
+                assert np.all(dem[on[alive, 0]].sum(axis=0) <= cap[m] + 1e-6)
+
+
+def test_production_is_never_evicted_and_victims_resume():
+    cluster, wl = grid_case(4, M=6, N=150)
+    keys = rng.trial_keys(0, "event", 1)
+    rep = event.replay(cluster, wl, event.EventConfig(("best_fit",), preempt=True), keys)
+    segs = rep.segments[0]
+    counts = np.bincount(segs[:, 0], minlength=wl.num_tasks)
+    assert rep.evictions[0] == int(np.sum(np.maximum(counts - 1, 0))) > 0
+    assert np.all(np.asarray(wl.priority)[counts > 1] < 9)
+
+
+def test_same_results_for_a_task_order_of_ties():
+    """Tasks arriving at the same instant are numbered by workload index; results map back to it."""
+    cluster, wl = grid_case(2, N=80)
+    perm = np.random.default_rng(0).permutation(wl.num_tasks)
+    shuffled = wl.take(perm)
+    keys = rng.trial_keys(0, "event", 1)
+    cfg = event.EventConfig(("best_fit",))
+    a = event.replay(cluster, wl, cfg, keys)
+    b = event.replay(cluster, shuffled, cfg, keys)
+    # Same arrival times but a different index order among ties: each run maps back to its own indices.
+    assert sorted(a.segments[0][:, 0].tolist()) == list(range(wl.num_tasks))
+    assert sorted(perm[b.segments[0][:, 0]].tolist()) == list(range(wl.num_tasks))
+
+
+def test_too_many_evictions_is_an_error_not_a_silent_cap():
+    cluster, wl = grid_case(4, M=6, N=150)
+    with pytest.raises(InputError, match="max-evictions"):
+        event.replay(cluster, wl, event.EventConfig(("best_fit",), preempt=True), rng.trial_keys(0, "event", 1),
+                     max_evictions=2)
+
+
+def test_step_function_integral_against_a_fine_sum():
+    times = np.array([0.0, 1.0, 1.0, 2.5, 4.0])
+    jumps = np.array([2.0, 1.0, -1.0, 3.0, -5.0])
+    f = StepFunction(times, jumps)
+    assert f.value(np.array([-1.0, 0.0, 0.5, 1.0, 3.0, 5.0])).tolist() == [0, 2, 2, 2, 5, 0]
+    # By hand: 2 on [0, 2.5), 5 on [2.5, 4): integral over [0.5, 3.0] = 2*2 + 5*0.5.
+    assert f.mean(0.5, 3.0) == pytest.approx((4.0 + 2.5) / 2.5)
+    assert f.max() == 5
+
+
+def test_row_stats_by_hand():
+    # One machine (1, 1); task 0 runs [0, 10) s, task 1 arrives at 2, waits, runs [10, 14) s.
+    segments = np.array([[0, 0, 0, 10_000], [1, 0, 10_000, 14_000]])
+    first = np.array([0, 10_000])
+    arrival = np.array([0.0, 2.0])
+    demand = np.array([[0.5, 1.0], [0.25, 0.5]])
+    out = row_stats(segments, first, arrival, np.array([4, 9]), demand, np.array([[1.0, 1.0]]), 1e-3, by_band=True)
+    assert out["window_s"] == [pytest.approx(0.2), 2.0]  # 10% of the arrival span to the last arrival
+    assert out["utilization"] == pytest.approx([0.5, 1.0])
+    assert out["latency"]["max_s"] == pytest.approx(8.0) and out["latency"]["p50_s"] == pytest.approx(4.0)
+    assert out["latency_by_band"]["production"]["max_s"] == pytest.approx(8.0)
+    assert out["pending_max"] == 1 and out["latency"]["never_placed"] == 0
+    series = utilization_series(segments, arrival, demand, np.array([[1.0, 1.0]]), 1e-3, dt=5.0)
+    # Buckets [0,5), [5,10), [10,15): running 1, 1, 0.8; pending 0.6, 1, 0.
+    np.testing.assert_allclose(series[:, 1], [1.0, 1.0, 0.8])
+    np.testing.assert_allclose(series[:, 2], [0.6, 1.0, 0.0])
+    np.testing.assert_allclose(series[:, 3], [0.5, 0.5, 0.2])
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([0, 3]))
+def test_placed_counts_add_up(seed, sample_k):
+    cluster, wl = grid_case(seed, M=6, N=60, heavy=False)
+    rep = event.replay(cluster, wl, event.EventConfig(("best_fit", "cosine"), sample_k=sample_k),
+                       jnp.concatenate([rng.trial_keys(seed, "event", 1)] * 2))
+    for b in range(2):
+        placed = rep.first_start[b] >= 0
+        assert len(np.unique(rep.segments[b][:, 0])) == placed.sum() == len(rep.segments[b])
+
+
+def run(args, capsys):
+    try:
+        code = cli.main(args)
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_event_on_the_trace_sample(tmp_path, capsys):
+    path, prefix = tmp_path / "e.json", tmp_path / "util"
+    code, out, err = run(["event", "--trace-dir", TRACE, "--max-tasks", "3000", "--policy", "best_fit,alpha_evolve",
+                          "--preempt", "--json", str(path), "--util-csv", str(prefix), "--util-dt", "600"], capsys)
+    assert code == 0, err
+    doc = json.loads(path.read_text())
+    assert list(doc["policies"]) == ["best_fit", "alpha_evolve"] and doc["workload"]["tasks"] == 3000
+    mean = doc["policies"]["best_fit"]["mean"]
+    for key in ("utilization_cpu", "utilization_mem", "latency_p50_s", "latency_p90_s", "latency_p99_s",
+                "latency_max_s", "latency_never_placed", "pending_mean", "pending_max", "evictions",
+                "latency_production_p99_s"):
+        assert key in mean, key
+    assert "best_fit" in out and "p99_s" in out
+    lines = (tmp_path / "util_best_fit.csv").read_text().splitlines()
+    assert lines[0] == "time_s,running,pending,util_cpu,util_mem"
+    span = max(r["span_s"][1] for r in doc["policies"]["best_fit"]["trials"])
+    assert len(lines) - 1 == int(np.ceil(span / 600))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "util_alpha_evolve.csv", "util_best_fit.csv"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--util-dt", "0"], "--util-dt"),
+    (["--max-evictions", "5"], "--max-evictions"),
+    (["--util-csv", "/nonexistent/dir/u"], "--util-csv"),
+    (["--policy", "nope"], "--policy"),
+    (["--at", "busiest"], "unrecognized"),
+])
+def test_cli_event_bad_flags(args, message, capsys):
+    code, _, err = run(["event", "--machines", "50", "--quiet"] + args, capsys)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_cli_event_util_csv_cap(tmp_path, capsys):
+    code, _, err = run(["event", "--machines", "50", "--rho", "0.5", "--quiet", "--util-csv", str(tmp_path / "u"),
+                        "--util-dt", "0.001"], capsys)
+    assert code == 2 and "rows per file" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_event_same_json_for_a_seed(tmp_path, capsys):
+    docs = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.json"
+        code, _, err = run(["event", "--machines", "60", "--rho", "0.9", "--trials", "2", "--policy", "random,best_fit",
+                            "--seed", "5", "--quiet", "--json", str(path)], capsys)
+        assert code == 0, err
+        docs.append(json.loads(path.read_text()))
+    docs[0].pop("command"), docs[1].pop("command")
+    assert docs[0] == docs[1]
+    trials = docs[0]["policies"]["random"]["trials"]
+    assert trials[0] != trials[1]  # each trial has its own draws
