@@ -54,7 +54,8 @@ def test_config_file_with_flag_override(tmp_path, capsys):
 def test_shipped_configs_are_valid(capsys):
     configs = [os.path.join(ROOT, "configs", f) for f in os.listdir(os.path.join(ROOT, "configs"))]
     assert configs
-    options = {"snapshot": cli.SNAPSHOT_OPTIONS, "evolve": cli.EVOLVE_OPTIONS, "tune": cli.TUNE_OPTIONS}
+    options = {"snapshot": cli.SNAPSHOT_OPTIONS, "evolve": cli.EVOLVE_OPTIONS, "tune": cli.TUNE_OPTIONS,
+               "event": cli.EVENT_OPTIONS}
     for path in configs:
         with open(path, "rb") as f:
             commands = [k for k in cli.tomllib.load(f) if k in options]
