@@ -397,13 +397,9 @@ def _synthetic_doc(cluster, workload, seed) -> dict:
             "resources": list(cluster.resources), "seed": seed}
 
 
-def cmd_snapshot(args: argparse.Namespace) -> int:
-    """Run the snapshot experiment on the synthetic workload or a trace snapshot."""
-    s, given = resolve(args, "snapshot", SNAPSHOT_OPTIONS)
-    _check_sources(s, given)
-    from . import __version__, progress
-    from .output import check_writable, format_table, write_json_atomic
-    from .policies import GENOME_NAMES, policy_names, slot_vector
+def _policies_and_genome(s: dict[str, Any]) -> tuple[str, ...]:
+    """The --policy list, checked, after checking that --genome (if given) has 8 numbers."""
+    from .policies import GENOME_NAMES, policy_names
 
     try:
         policies = policy_names(s["policy"])
@@ -412,6 +408,18 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if s["genome"] is not None and len(s["genome"]) != len(GENOME_NAMES):
         raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
                          f"got {len(s['genome'])}")
+    return policies
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Run the snapshot experiment on the synthetic workload or a trace snapshot."""
+    s, given = resolve(args, "snapshot", SNAPSHOT_OPTIONS)
+    _check_sources(s, given)
+    from . import __version__, progress
+    from .output import check_writable, format_table, write_json_atomic
+    from .policies import slot_vector
+
+    policies = _policies_and_genome(s)
     try:
         slot_vector(s["slot"], 3 if s["trace_dir"] else 2)
     except InputError as e:
@@ -685,15 +693,7 @@ def cmd_event(args: argparse.Namespace) -> int:
     _check_json_flag(s)
     from . import __version__, progress
     from .output import check_writable, format_event_table, write_csv_atomic, write_json_atomic
-    from .policies import GENOME_NAMES, policy_names
-
-    try:
-        policies = policy_names(s["policy"])
-    except KeyError as e:
-        raise UsageError(f"--policy: {e.args[0]}") from None
-    if s["genome"] is not None and len(s["genome"]) != len(GENOME_NAMES):
-        raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
-                         f"got {len(s['genome'])}")
+    policies = _policies_and_genome(s)
     if s["max_evictions"] is not None and not s["preempt"]:
         raise UsageError("--max-evictions: only with --preempt")
     csv_paths = _csv_paths(s["util_csv"], policies, s["trials"]) if s["util_csv"] else {}

@@ -20,14 +20,13 @@ def check_writable(path: str) -> None:
         raise InputError(f"cannot write {path}: it is a directory")
 
 
-def write_json_atomic(path: str, obj) -> None:
-    """Write obj as JSON to a temporary file beside `path`, then rename it into place."""
+def _write_atomic(path: str, suffix: str, write) -> None:
+    """Call write(file) on a temporary file beside `path`, then rename it into place."""
     parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=False)
-            f.write("\n")
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -35,24 +34,25 @@ def write_json_atomic(path: str, obj) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: str, obj) -> None:
+    """Write obj as JSON to a temporary file beside `path`, then rename it into place."""
+    def write(f):
+        json.dump(obj, f, indent=1, sort_keys=False)
+        f.write("\n")
+
+    _write_atomic(path, ".json", write)
 
 
 def write_csv_atomic(path: str, header: list[str], rows) -> None:
     """Write a numeric table as CSV to a temporary file beside `path`, then rename it into place."""
-    parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(",".join(header) + "\n")
-            for row in rows:
-                f.write(",".join(f"{v:.6g}" for v in row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    def write(f):
+        f.write(",".join(header) + "\n")
+        for row in rows:
+            f.write(",".join(f"{v:.6g}" for v in row) + "\n")
+
+    _write_atomic(path, ".csv", write)
 
 
 def format_event_table(summary: dict, resources, by_band: bool) -> str:
