@@ -1,0 +1,119 @@
+"""Exact references for CvxCluster, solved by HiGHS through scipy.optimize.
+
+- `solve_lp`: the aggregated LP relaxation of stage 1 (variables x_ik per task and
+  shape), its optimum and its shadow prices (the duals of the shape capacity rows).
+- `solve_mip`: the integer placement problem itself (a binary x_ij per task and
+  server), its best solution and HiGHS's proven bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+from .problem import ANY_TYPE, CvxProblem, Shapes, aggregate, allowed, shape_budgets
+
+
+@dataclasses.dataclass(frozen=True)
+class LPSolution:
+    """Optimum of the aggregated LP and its duals."""
+
+    objective: float
+    x: np.ndarray  # f64[N, K]
+    prices: np.ndarray  # f64[K, R], duals of the capacity rows (>= 0)
+    group_prices: np.ndarray  # f64[K, G], duals of the anti-affinity rows
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class MIPSolution:
+    """Best integer placement HiGHS found, and its bound on the optimum."""
+
+    objective: float
+    bound: float  # upper bound on the optimum (= objective when proven optimal)
+    optimal: bool
+    placement: np.ndarray  # i32[N], server of each task, -1 unplaced
+    seconds: float
+    status: str
+
+
+def _pairs(mask: np.ndarray):
+    i, k = np.nonzero(mask)
+    return i.astype(np.int64), k.astype(np.int64)
+
+
+def _rows(problem: CvxProblem, i, col, cols: int, cap_rows, group_rows):
+    """Constraint matrix over variables (task i, column col), columns = shapes or servers.
+
+    Rows: one per task (sum <= 1); one per (column, resource); one per (column, group)
+    for the groups present.
+    """
+    N, R = problem.demand.shape
+    V = len(i)
+    v = np.arange(V)
+    blocks = [sp.csr_matrix((np.ones(V), (i, v)), shape=(N, V))]
+    d = problem.demand.astype(np.float64)
+    for r in range(R):
+        blocks.append(sp.csr_matrix((d[i, r], (col, v)), shape=(cols, V)))
+    g = problem.group[i]
+    on = g >= 0
+    if on.any():
+        G = problem.num_groups
+        blocks.append(sp.csr_matrix((np.ones(int(on.sum())), (g[on] * cols + col[on], v[on])), shape=(G * cols, V)))
+    A = sp.vstack(blocks, format="csr")
+    b = np.concatenate([np.ones(N)] + [cap_rows[:, r] for r in range(R)] +
+                       ([group_rows.T.reshape(-1)] if on.any() else []))
+    return A, b, on.any()
+
+
+def solve_lp(problem: CvxProblem, shapes: Shapes | None = None) -> LPSolution:
+    """Solve the aggregated LP max sum u_i x_ik (see module doc) with HiGHS."""
+    shapes = aggregate(problem) if shapes is None else shapes
+    K = len(shapes.count)
+    N, R = problem.demand.shape
+    B, A_g = shape_budgets(problem, shapes)
+    i, k = _pairs(allowed(problem, shapes))
+    A, b, has_groups = _rows(problem, i, k, K, B, A_g)
+    c = -problem.weight.astype(np.float64)[i]
+    t0 = time.perf_counter()
+    res = linprog(c, A_ub=A, b_ub=b, bounds=(0, None), method="highs")
+    seconds = time.perf_counter() - t0
+    if res.status != 0:
+        raise RuntimeError(f"HiGHS LP failed: {res.message}")
+    x = np.zeros((N, K))
+    x[i, k] = res.x
+    duals = -np.asarray(res.ineqlin.marginals)
+    prices = duals[N:N + K * R].reshape(R, K).T
+    G = problem.num_groups
+    gp = duals[N + K * R:].reshape(G, K).T if has_groups else np.zeros((K, G))
+    return LPSolution(objective=float(-res.fun), x=x, prices=prices, group_prices=gp, seconds=seconds)
+
+
+def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e-4) -> MIPSolution:
+    """Solve the per-server integer placement problem with HiGHS MIP."""
+    M = problem.num_servers
+    type_ok = (problem.task_type[:, None] == ANY_TYPE) | (problem.task_type[:, None] == problem.server_type[None, :])
+    fits = np.all(problem.demand[:, None, :] <= problem.free[None, :, :] + 1e-6, axis=2)
+    i, j = _pairs(type_ok & fits)
+    N = problem.num_tasks
+    if len(i) == 0:
+        return MIPSolution(0.0, 0.0, True, np.full(N, -1, np.int32), 0.0, "nothing fits")
+    A, b, _ = _rows(problem, i, j, M, problem.free.astype(np.float64), problem.group_free.T.astype(np.float64))
+    c = -problem.weight.astype(np.float64)[i]
+    t0 = time.perf_counter()
+    res = milp(c, constraints=LinearConstraint(A, -np.inf, b), integrality=np.ones(len(i)), bounds=Bounds(0, 1),
+               options={"time_limit": float(time_limit), "mip_rel_gap": float(rel_gap)})
+    seconds = time.perf_counter() - t0
+    placement = np.full(N, -1, np.int32)
+    if res.x is None:
+        return MIPSolution(0.0, float("inf"), False, placement, seconds, res.message)
+    on = res.x > 0.5
+    placement[i[on]] = j[on]
+    obj = float(-res.fun)
+    bound = float(-getattr(res, "mip_dual_bound", res.fun))
+    return MIPSolution(objective=obj, bound=max(bound, obj), optimal=res.status == 0, placement=placement,
+                       seconds=seconds, status=res.message)

@@ -1,0 +1,183 @@
+"""Stage 2 of CvxCluster: price-driven greedy placement (Nnorom, Boyd, Levis 2026, Fig. 1).
+
+With the prices of stage 1, each task's net utility on shape k is v_ik = u_i - lam_k . d_i
+- mu_{k, g(i)}. Tasks are placed one at a time in descending order of their best net
+utility (ties: lowest task number). A task tries its allowed shapes in descending v_ik
+(ties: the shape with the larger share of its capacity still free at the start of the
+round, then the lowest shape number) and goes on a feasible server of the first shape
+that has one, drawn uniformly at random among that shape's feasible servers. Tasks that
+fit no allowed shape stay unplaced.
+
+The uniform draw is exact and cheap: SAMPLES servers of the shape are drawn uniformly
+(with replacement) and the first feasible one is taken (rejection sampling, which is
+uniform over the feasible ones); if none is feasible, all servers of the shape are
+scanned and the feasible one with the smallest hash of (task, server) is taken. A
+per-shape upper bound on the free capacity (the exact maximum, refreshed whenever a
+scan finds the shape full for a task) skips shapes that cannot fit a task, and so does a
+memo of the last FAILURES demands that a scan of the shape found no room for (a task
+without anti-affinity): free capacity only shrinks during a round, so a task demanding
+at least as much in every resource cannot fit either. Neither shortcut changes a result.
+
+Feasible: every resource d_ir <= free_jr + 1e-6, the task's type allowed on the server,
+and the server's allowance of the task's anti-affinity group not used up.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .. import rng
+from ..policies import FEASIBILITY_TOL
+from .prices import PriceInputs, net_utility
+from .problem import CvxProblem, Shapes
+
+SAMPLES = 16
+FAILURES = 16
+NO_GROUP_ALLOWANCE = 2**30
+
+
+class GreedyInputs(NamedTuple):
+    """Stage 2 arrays, servers in shape order (position p holds server members[p])."""
+
+    free: jax.Array  # f32[R, M]
+    group_free: jax.Array  # i32[G + 1, M], last row: tasks without a group
+    server: jax.Array  # i32[M], original index of the server at each position
+    start: jax.Array  # i32[K]
+    count: jax.Array  # i32[K]
+    share: jax.Array  # f32[K], free share of the shape at the start of the round (tie-break)
+
+
+def greedy_inputs(problem: CvxProblem, shapes: Shapes) -> GreedyInputs:
+    """The stage-2 arrays of `problem`."""
+    m = shapes.members
+    free = problem.free[m].T
+    G = problem.num_groups
+    gf = np.concatenate([problem.group_free[:, m], np.full((1, len(m)), NO_GROUP_ALLOWANCE, np.int32)], axis=0)
+    K = len(shapes.count)
+    tot = np.zeros((K, free.shape[0]))
+    left = np.zeros_like(tot)
+    np.add.at(tot, shapes.shape_of, problem.capacity.astype(np.float64))
+    np.add.at(left, shapes.shape_of, problem.free.astype(np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(tot > 0, left / np.where(tot > 0, tot, 1.0), np.inf).min(axis=1)
+    share = np.where(np.isfinite(share), share, 1.0)
+    return GreedyInputs(free=jnp.asarray(free, jnp.float32), group_free=jnp.asarray(gf), server=jnp.asarray(m),
+                        start=jnp.asarray(shapes.start), count=jnp.asarray(shapes.count),
+                        share=jnp.asarray(share, jnp.float32))
+
+
+def task_order(v: jax.Array):
+    """Processing order of the tasks: best net utility descending, ties lowest number: i32[N]."""
+    best = jnp.max(v, axis=1)
+    return jnp.lexsort((jnp.arange(v.shape[0]), -best)).astype(jnp.int32)
+
+
+def shape_order(v: jax.Array, share: jax.Array):
+    """Each task's shapes by preference (v desc, share desc, number): i32[N, K], and how many are allowed."""
+    N, K = v.shape
+    k = jnp.broadcast_to(jnp.arange(K), (N, K))
+    sh = jnp.broadcast_to(share, (N, K))
+    order = jnp.lexsort((k, -sh, -v), axis=1).astype(jnp.int32)
+    return order, jnp.sum(v > -jnp.inf, axis=1).astype(jnp.int32)
+
+
+def _shape_max(free, pos_shape, k):
+    """Exact max free per resource over the servers of shape k: f32[R]."""
+    return jnp.max(jnp.where(pos_shape[None, :] == k, free, -jnp.inf), axis=1)
+
+
+@jax.jit
+def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words):
+    v = net_utility(lam, jnp.concatenate([mu, jnp.zeros((mu.shape[0], 1), mu.dtype)], axis=1), pinp)
+    order = task_order(v)
+    prefs, n_allowed = shape_order(v, ginp.share)
+    R, M = ginp.free.shape
+    K = ginp.start.shape[0]
+    pos = jnp.arange(M, dtype=jnp.int32)
+    pos_shape = jnp.searchsorted(ginp.start, pos, side="right").astype(jnp.int32) - 1
+    # Empty shapes do not occur (every shape has a server), so pos_shape is exact.
+    bound0 = jax.vmap(lambda k: _shape_max(ginp.free, pos_shape, k))(jnp.arange(K)).astype(jnp.float32)  # [K, R]
+    sample_words, scan_words = words[0:1], words[1:2]
+
+    def fits(free, gfree, d, g, p):
+        return jnp.all(d[:, None] <= free[:, p] + FEASIBILITY_TOL, axis=0) & (gfree[g, p] > 0)
+
+    no_group = ginp.group_free.shape[0] - 1
+
+    def step(carry, i):
+        free, gfree, memo = carry
+        d = pinp.demand[i]
+        g = pinp.group[i]
+
+        def try_shape(c):
+            t, _, memo = c
+            k = prefs[i, t]
+            start, count = ginp.start[k], ginp.count[k]
+
+            def look(memo):
+                lanes = k * SAMPLES + jnp.arange(SAMPLES, dtype=jnp.int32)
+                bits = rng.counter_bits(sample_words, i, lanes)[0]
+                p = start + (bits % count.astype(jnp.uint32)).astype(jnp.int32)
+                ok = fits(free, gfree, d, g, p)
+
+                def scan(memo):
+                    bound, failed, nfail = memo
+                    inside = pos_shape == k
+                    feas = inside & fits(free, gfree, d, g, pos)
+                    h = rng.counter_bits(scan_words, i, ginp.server)[0]
+                    # Smallest hash among feasible servers, ties to the lowest position.
+                    best = jnp.argmin(jnp.where(feas, h, jnp.uint32(0xFFFFFFFF)))
+                    found = jnp.any(feas)
+                    best = jnp.where(found & feas[best], best, jnp.argmax(feas))
+                    tight = bound.at[k].set(_shape_max(free, pos_shape, k))
+                    record = ~found & (g == no_group)
+                    slot = nfail[k] % FAILURES
+                    failed = failed.at[k, slot].set(jnp.where(record, d, failed[k, slot]))
+                    nfail = nfail.at[k].add(record.astype(jnp.int32))
+                    return (jnp.where(found, best, -1).astype(jnp.int32),
+                            (jnp.where(found, bound, tight), failed, nfail))
+
+                return lax.cond(jnp.any(ok), lambda m: (p[jnp.argmax(ok)], m), scan, memo)
+
+            bound, failed, _ = memo
+            dominated = jnp.any(jnp.all(d[None, :] >= failed[k], axis=1))
+            maybe = jnp.all(d <= bound[k] + FEASIBILITY_TOL) & ~dominated
+            chosen, memo = lax.cond(maybe, look, lambda m: (jnp.int32(-1), m), memo)
+            return t + 1, chosen, memo
+
+        def going(c):
+            t, chosen, _ = c
+            return (chosen < 0) & (t < n_allowed[i])
+
+        _, chosen, memo = lax.while_loop(going, try_shape, (jnp.int32(0), jnp.int32(-1), memo))
+        placed = chosen >= 0
+        p = jnp.maximum(chosen, 0)
+        free = free.at[:, p].add(jnp.where(placed, -d, 0.0))
+        gfree = gfree.at[g, p].add(jnp.where(placed & (g < gfree.shape[0] - 1), -1, 0))
+        return (free, gfree, memo), chosen
+
+    memo0 = (bound0, jnp.full((K, FAILURES, R), jnp.inf, jnp.float32), jnp.zeros(K, jnp.int32))
+    (free, gfree, _), chosen = lax.scan(step, (ginp.free, ginp.group_free, memo0), order)
+    server = jnp.where(chosen >= 0, ginp.server[jnp.maximum(chosen, 0)], -1)
+    placement = jnp.full(order.shape, -1, jnp.int32).at[order].set(server)
+    return placement, order
+
+
+def draw_words(key: jax.Array) -> jax.Array:
+    """The counter-hash words of the sampled draws (row 0) and of the scan pick (row 1): u32[2, 2]."""
+    return jnp.concatenate([rng.hash_words(key[None], rng.STREAM_CVX_SAMPLE),
+                            rng.hash_words(key[None], rng.STREAM_CVX_SCAN)], axis=0)
+
+
+def place(problem: CvxProblem, shapes: Shapes, pinp: PriceInputs, lam, mu, key) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 2 placement of every task: (server of each task i32[N] or -1, processing order i32[N])."""
+    ginp = greedy_inputs(problem, shapes)
+    words = draw_words(key)
+    placement, order = _place(jnp.asarray(lam, jnp.float32), jnp.asarray(mu, jnp.float32), pinp, ginp, words)
+    return np.asarray(placement), np.asarray(order)
