@@ -154,7 +154,8 @@ SYNTHETIC_OPTIONS = (
 
 SNAPSHOT_OPTIONS = SYNTHETIC_OPTIONS + (
     Option("trials", _positive_int, 5, "shuffled task orders per policy (common random numbers)", "T"),
-    Option("policy", _policy_list, "all", "comma-separated policies, or 'all' (see `jaxsched policies`)", "LIST"),
+    Option("policy", _policy_list, "all", "comma-separated policies, or 'all' (see `jaxsched policies`); "
+           "'cvxcluster' adds the CvxCluster allocator (not part of 'all')", "LIST"),
     Option("sample-k", _nonneg_int, 0, "score K machines drawn at random per placement, full scan "
            "if none fits (0: always full scan)", "K"),
     Option("seed", _nonneg_int, 1, "random seed: same seed, same results on any device count", "S"),
@@ -237,6 +238,35 @@ EVENT_OPTIONS = (
 EVENT_ONLY = ("preempt", "max_evictions", "util_csv", "util_dt")
 
 
+CVX_OPTIONS = (
+    Option("machines", _positive_int, 785, "synthetic cluster size (servers)", "M"),
+    Option("rho", _positive_float, 1.2, "synthetic load (snapshot: total demand / capacity in the binding "
+           "dimension; --online: offered load of the one-day arrival stream)", "RHO"),
+    Option("seed", _nonneg_int, 1, "random seed of the workload and of the server draws", "S"),
+    Option("trials", _positive_int, 1, "allocations with different random server draws", "T"),
+    Option("no-gpus", _flag, False, "synthetic: no GPU dimension (default: 10% GPU servers, 5% GPU tasks)"),
+    Option("no-types", _flag, False, "synthetic: no machine types (default: 2 types, 10% of tasks pinned to one)"),
+    Option("no-anti-affinity", _flag, False, "synthetic: no anti-affinity (default: 10% of tasks in jobs of "
+           "2-16 that need distinct servers)"),
+    Option("replicate", _positive_int, 1, "proportional growth: N disjoint copies of the servers and tasks "
+           "(785 x 128 = 100,480 servers)", "N"),
+    Option("gap-tol", _positive_float, 2e-3, "stage 1 stops when (dual - primal) / tasks <= this, in utility "
+           "units (a free-band task is worth 1)", "X"),
+    Option("max-iters", _positive_int, 1000, "stage 1: at most this many dual steps (not converging is reported)",
+           "N"),
+    Option("exact", _flag, False, "also solve the LP exactly and the integer problem with HiGHS (the MIP stops "
+           "at --mip-time-limit and reports its bound)"),
+    Option("mip-time-limit", _positive_float, 60.0, "seconds for the HiGHS MIP", "S"),
+    Option("online", _flag, False, "rounds over the arriving task queue instead of one snapshot"),
+    Option("rate-multiplier", _float_list, (1.0,), "--online: arrival-rate multipliers, one run each", "X,.."),
+    Option("round-s", _positive_float, 1.0, "--online: simulated seconds between rounds", "S"),
+    Option("max-rounds", _positive_int, None, "--online: stop each run after this many rounds (reported)", "N"),
+    Option("json", _path, None, "write the results as JSON (atomically)", "FILE"),
+) + TRACE_OPTIONS
+CVX_SYNTHETIC_ONLY = ("machines", "rho", "no_gpus", "no_types", "no_anti_affinity")
+CVX_ONLINE_ONLY = ("rate_multiplier", "round_s", "max_rounds")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
         self.exit(EXIT_USAGE, f"jaxsched: error: {message} (see `{self.prog} --help`)\n")
@@ -261,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = _Parser(prog="jaxsched", description="Batched JAX evaluation of cluster-scheduling "
                      "placement policies (POLICIES.md).")
+    multi = parser.add_argument_group("several hosts (jax.distributed; give these before the command)")
+    multi.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0; with --num-processes "
+                       "and --process-id, every process runs the same command and the batch is split over the "
+                       "devices of all of them (only process 0 prints and writes files)")
+    multi.add_argument("--num-processes", type=int, metavar="N", help="processes taking part")
+    multi.add_argument("--process-id", type=int, metavar="I", help="this process's number, 0..N-1")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     snap = sub.add_parser("snapshot", help="pack a snapshot with every policy over shuffled trials",
                           description="Pack a synthetic snapshot with each policy over shuffled trials "
@@ -282,6 +318,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "utilization over the steady-state window, placement latency percentiles and queue "
                         "statistics per policy.")
     _add_options(ev, EVENT_OPTIONS)
+    cvx = sub.add_parser("cvx", help="CvxCluster: LP prices by JAX dual descent, then price-driven greedy "
+                         "placement", description="Allocate a snapshot (or, with --online, an arriving queue in "
+                         "rounds) with CvxCluster (Nnorom, Boyd, Levis 2026): shadow prices of the LP relaxation "
+                         "over server shapes from a JAX first-order dual method, then a greedy placement by net "
+                         "utility with machine types, GPUs and anti-affinity; --exact checks it against HiGHS.")
+    _add_options(cvx, CVX_OPTIONS)
+    rep = sub.add_parser("report", help="a self-contained HTML page comparing the policies of result files",
+                         description="Render JSON results (snapshot, event, evolve, tune, cvx, results/bench.json) "
+                         "and event utilization CSVs as one HTML page: sortable tables, SVG plots, definitions; "
+                         "no network needed to view it.")
+    rep.add_argument("files", nargs="+", metavar="FILE", help="result files (*.json, PREFIX_<policy>.csv)")
+    rep.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the page (default: report.html)")
     sub.add_parser("policies", help="list the registered policies")
     return parser
 
@@ -397,18 +445,25 @@ def _synthetic_doc(cluster, workload, seed) -> dict:
             "resources": list(cluster.resources), "seed": seed}
 
 
-def _policies_and_genome(s: dict[str, Any]) -> tuple[str, ...]:
-    """The --policy list, checked, after checking that --genome (if given) has 8 numbers."""
-    from .policies import GENOME_NAMES, policy_names
+def _policies_and_genome(s: dict[str, Any], command: str) -> tuple[str, ...]:
+    """The --policy list, checked (placement methods such as cvxcluster only in snapshot, after
+    the scoring policies), after checking that --genome (if given) has 8 numbers."""
+    from .policies import GENOME_NAMES, PLACEMENT_METHODS, policy_names
 
+    parts = [p.strip() for p in s["policy"].split(",") if p.strip()]
+    methods = tuple(dict.fromkeys(p for p in parts if p in PLACEMENT_METHODS))
+    if methods and command != "snapshot":
+        raise UsageError(f"--policy: {methods[0]} is not available in `{command}` (use it in `snapshot` or "
+                         f"`jaxsched cvx`)")
+    rest = ",".join(p for p in parts if p not in PLACEMENT_METHODS)
     try:
-        policies = policy_names(s["policy"])
+        policies = policy_names(rest) if rest or not methods else ()
     except KeyError as e:
         raise UsageError(f"--policy: {e.args[0]}") from None
     if s["genome"] is not None and len(s["genome"]) != len(GENOME_NAMES):
         raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
                          f"got {len(s['genome'])}")
-    return policies
+    return policies + methods
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -419,7 +474,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from .output import check_writable, format_table, write_json_atomic
     from .policies import slot_vector
 
-    policies = _policies_and_genome(s)
+    policies = _policies_and_genome(s, "snapshot")
     try:
         slot_vector(s["slot"], 3 if s["trace_dir"] else 2)
     except InputError as e:
@@ -693,7 +748,7 @@ def cmd_event(args: argparse.Namespace) -> int:
     _check_json_flag(s)
     from . import __version__, progress
     from .output import check_writable, format_event_table, write_csv_atomic, write_json_atomic
-    policies = _policies_and_genome(s)
+    policies = _policies_and_genome(s, "event")
     if s["max_evictions"] is not None and not s["preempt"]:
         raise UsageError("--max-evictions: only with --preempt")
     csv_paths = _csv_paths(s["util_csv"], policies, s["trials"]) if s["util_csv"] else {}
@@ -750,6 +805,142 @@ def cmd_event(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cvx_problem(s: dict[str, Any], quiet: bool):
+    """(problem, workload or None, JSON description) of the cvx settings."""
+    from .cvx import from_snapshot, replicate, synthetic_problem
+
+    if not s["trace_dir"]:
+        problem, workload = synthetic_problem(s["machines"], s["rho"], s["seed"], gpus=not s["no_gpus"],
+                                              types=not s["no_types"], anti_affinity=not s["no_anti_affinity"],
+                                              event=s["online"])
+        doc = {"source": "synthetic", "machines": s["machines"], "rho": s["rho"], "seed": s["seed"]}
+    elif s["online"]:
+        cluster, workload, doc = _event_workload(s, quiet)
+        problem = from_snapshot(cluster, workload)
+    else:
+        trace, filters = _load_trace(s, quiet)
+        cluster, workload, doc = _trace_snapshot(s, trace, filters, s["at"] or trace.default_instant)
+        problem = from_snapshot(cluster, workload)
+    if s["replicate"] > 1:
+        problem = replicate(problem, s["replicate"])
+        if workload is not None:
+            import dataclasses as _dc
+
+            tile = lambda a: None if a is None else np.concatenate([np.asarray(a)] * s["replicate"])
+            workload = _dc.replace(workload, demand=tile(workload.demand), priority=tile(workload.priority),
+                                   arrival=tile(workload.arrival), duration=tile(workload.duration),
+                                   sched_class=tile(workload.sched_class),
+                                   different_machines=tile(workload.different_machines), job=tile(workload.job))
+    from .cvx import aggregate
+
+    doc.update(servers=problem.num_servers, tasks=problem.num_tasks, resources=list(problem.resources),
+               shapes=len(aggregate(problem).count), anti_affinity_groups=problem.num_groups,
+               machine_types=int(problem.server_type.max()) + 1, replicate=s["replicate"])
+    return problem, workload, doc
+
+
+def cmd_cvx(args: argparse.Namespace) -> int:
+    """Allocate with CvxCluster: one snapshot (optionally checked against HiGHS) or online rounds."""
+    s, given = resolve(args, "cvx", CVX_OPTIONS)
+    flag = lambda dest: "--" + dest.replace("_", "-")
+    if s["trace_dir"]:
+        wrong = [k for k in CVX_SYNTHETIC_ONLY if k in given]
+        if wrong:
+            raise UsageError(f"{flag(wrong[0])} is for the synthetic workload, not with --trace-dir")
+    else:
+        wrong = [k for k in TRACE_ONLY if k in given]
+        if wrong:
+            raise UsageError(f"{flag(wrong[0])} needs --trace-dir")
+    if not s["online"]:
+        wrong = [k for k in CVX_ONLINE_ONLY if k in given]
+        if wrong:
+            raise UsageError(f"{flag(wrong[0])} needs --online")
+    elif s["exact"]:
+        raise UsageError("--exact checks one snapshot; it does not combine with --online")
+    if any(m <= 0 for m in s["rate_multiplier"]):
+        raise UsageError("--rate-multiplier: every multiplier must be > 0")
+    _check_json_flag(s)
+    from . import __version__, progress
+    from .output import write_json_atomic
+
+    import jax
+
+    from .cvx import PriceConfig, allocate, solve_lp, solve_mip
+    from .cvx.online import run_online
+
+    say = _printer(args.quiet)
+    cfg = PriceConfig(gap_tol=s["gap_tol"], max_iters=s["max_iters"], anneal_iters=min(500, s["max_iters"]))
+    problem, workload, source = _cvx_problem(s, args.quiet)
+    dev = jax.devices()
+    say(f"cvx: {source['source']}, {problem.num_servers} servers in {source['shapes']} shapes, "
+        f"{problem.num_tasks} tasks, resources {','.join(problem.resources)}, {problem.num_groups} anti-affinity "
+        f"groups, {source['machine_types']} machine type(s), {len(dev)} {dev[0].platform} device(s)")
+    doc = {"jaxsched": __version__, "experiment": "cvx", "command": _command_line(args.argv),
+           "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items() if k != "json"},
+           "workload": source}
+    if s["online"]:
+        runs = []
+        for mult in s["rate_multiplier"]:
+            bar = None if args.quiet else progress.maybe(f"online x{mult:g}")
+            r = run_online(problem, workload.arrival, workload.duration, mult, s["round_s"], s["seed"], cfg,
+                           s["max_rounds"], progress=bar)
+            runs.append(r.summary())
+            x = runs[-1]
+            say(f"x{mult:g}: {x['rounds']} rounds, placed {x['placed']}/{x['tasks']}, {x['tasks_per_s']:,.0f} "
+                f"tasks/s, solve {1e3 * x['solve_s_mean']:.0f} ms mean / {1e3 * x['solve_s_max']:.0f} ms max "
+                f"({x['compile_rounds']} rounds with compilation left out), "
+                f"queue {x['queue_mean']:.0f} mean / {x['queue_max']} max, latency p50 {x['latency_s_p50']:.1f} s "
+                f"p99 {x['latency_s_p99']:.1f} s; {x['stop_reason']}")
+        doc["online"] = runs
+    else:
+        allocs = [allocate(problem, s["seed"], t, cfg) for t in range(s["trials"])]
+        a = allocs[0]
+        dual, primal = float(a.prices.dual), float(a.prices.primal)
+        converged = (dual - primal) / max(problem.num_tasks, 1) <= s["gap_tol"]
+        objs = [x.objective for x in allocs]
+        doc["cvxcluster"] = {
+            "dual": dual, "primal": primal, "iterations": int(a.prices.iterations), "converged": bool(converged),
+            "price_seconds": [x.price_seconds for x in allocs], "place_seconds": [x.place_seconds for x in allocs],
+            "objective": objs, "placed": [int(np.sum(x.placement >= 0)) for x in allocs],
+            "objective_over_dual": [o / dual if dual > 0 else float("nan") for o in objs],
+        }
+        say(f"stage 1: dual {dual:.2f}, primal {primal:.2f}, {int(a.prices.iterations)} steps, "
+            f"{a.price_seconds:.2f} s (first call includes compilation)"
+            + ("" if converged else f"; NOT converged to --gap-tol {s['gap_tol']:g} within --max-iters"))
+        say(f"stage 2: objective {np.mean(objs):.1f} (mean of {len(objs)}), {100 * np.mean(objs) / dual:.2f}% of the "
+            f"dual bound, placed {np.mean(doc['cvxcluster']['placed']):.0f}/{problem.num_tasks}, "
+            f"{np.median([x.place_seconds for x in allocs]):.3f} s")
+        if s["exact"]:
+            lp = solve_lp(problem)
+            mip = solve_mip(problem, s["mip_time_limit"])
+            doc["exact"] = {"lp_objective": lp.objective, "lp_seconds": lp.seconds,
+                            "mip_objective": mip.objective, "mip_bound": mip.bound, "mip_optimal": mip.optimal,
+                            "mip_seconds": mip.seconds, "mip_status": mip.status}
+            best_bound = min(lp.objective, mip.bound)
+            say(f"HiGHS LP: {lp.objective:.2f} in {lp.seconds:.2f} s (JAX dual {100 * (dual / lp.objective - 1):+.3f}%)")
+            say(f"HiGHS MIP: {'optimal' if mip.optimal else 'best found'} {mip.objective:.1f}, bound "
+                f"{mip.bound:.1f}, {mip.seconds:.1f} s ({mip.status}); CvxCluster within "
+                f"{100 * (1 - np.mean(objs) / best_bound):.2f}% of the best bound")
+    if s["json"]:
+        write_json_atomic(s["json"], doc)
+        say(f"wrote {s['json']}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the HTML report of the given result files."""
+    from .output import check_writable, write_text_atomic
+    from .report import build_report
+
+    try:
+        check_writable(args.output)
+    except InputError as e:
+        raise UsageError(f"-o: {e}") from None
+    write_text_atomic(args.output, build_report(args.files))
+    print(f"wrote {args.output}")
+    return 0
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     """Print the registered policies by family."""
     from .policies import FAMILY, REGISTRY
@@ -757,6 +948,23 @@ def cmd_policies(args: argparse.Namespace) -> int:
     for p in list(REGISTRY.values()) + [FAMILY]:
         print(f"{p.family:14s} {p.name}")
     return 0
+
+
+def _start_distributed(args: argparse.Namespace) -> None:
+    """jax.distributed.initialize from --coordinator/--num-processes/--process-id; quiet on processes > 0."""
+    if not (args.coordinator and args.num_processes and args.process_id is not None):
+        raise UsageError("--coordinator, --num-processes and --process-id go together")
+    if args.num_processes < 1 or not 0 <= args.process_id < args.num_processes:
+        raise UsageError(f"--process-id must be in 0..{args.num_processes - 1}")
+    import jax
+
+    from . import output
+
+    # Before any backend starts; CPU processes talk through gloo (JAX's default CPU collectives).
+    jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    if args.process_id > 0:
+        args.quiet = True
+        output.PRIMARY = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -767,8 +975,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if args.coordinator or args.num_processes is not None or args.process_id is not None:
+        try:
+            _start_distributed(args)
+        except UsageError as e:
+            print(f"jaxsched: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
     handler = {"snapshot": cmd_snapshot, "evolve": cmd_evolve, "tune": cmd_tune, "event": cmd_event,
-               "policies": cmd_policies}[args.command]
+               "cvx": cmd_cvx, "report": cmd_report, "policies": cmd_policies}[args.command]
     try:
         return handler(args)
     except UsageError as e:

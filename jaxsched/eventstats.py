@@ -113,6 +113,8 @@ def row_stats(segments: np.ndarray, first_start: np.ndarray, arrival_s: np.ndarr
         "span_s": [float(arrival_s.min()), span_end],
         "utilization": util.tolist(),
         "latency": _latency(lat, int(np.sum(~placed))),
+        # Latency quantiles at 0, 1, ..., 100 %: the CDF of the report's plot.
+        "latency_cdf_s": np.percentile(lat, np.arange(101)).tolist() if lat.size else [],
         "pending_mean": float(pending.mean(lo, hi)),
         "pending_max": pending.max(),
         "segments": int(len(segments)),

@@ -20,8 +20,13 @@ def check_writable(path: str) -> None:
         raise InputError(f"cannot write {path}: it is a directory")
 
 
+PRIMARY = True  # False on processes > 0 of a jax.distributed run: only process 0 writes files
+
+
 def _write_atomic(path: str, suffix: str, write) -> None:
-    """Call write(file) on a temporary file beside `path`, then rename it into place."""
+    """Call write(file) on a temporary file beside `path`, then rename it into place (process 0 only)."""
+    if not PRIMARY:
+        return
     parent = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=parent)
     try:
@@ -43,6 +48,11 @@ def write_json_atomic(path: str, obj) -> None:
         f.write("\n")
 
     _write_atomic(path, ".json", write)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write a text file through a temporary file beside `path`, then rename it into place."""
+    _write_atomic(path, os.path.splitext(path)[1] or ".txt", lambda f: f.write(text))
 
 
 def write_csv_atomic(path: str, header: list[str], rows) -> None:
@@ -87,6 +97,9 @@ def format_table(summary: dict, columns: list[tuple]) -> str:
         cells = [name]
         for key, _, scale, *digits in columns:
             m = metrics[key]
+            if "mean" not in m:  # not computed for this policy
+                cells.append("-")
+                continue
             d = digits[0] if digits else 2
             star = "*" if m.get("at_ceiling") else ""
             cells.append(f"{m['mean'] * scale:.{d}f}±{m['std'] * scale:.{d}f}{star}")

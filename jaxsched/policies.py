@@ -231,6 +231,10 @@ def get_policy(name: str) -> Policy:
     return REGISTRY[name]
 
 
+# Placement methods usable in place of a policy in `jaxsched snapshot` (not scoring functions, not in 'all').
+PLACEMENT_METHODS = ("cvxcluster",)
+
+
 def policy_names(spec: str) -> tuple[str, ...]:
     """Parse a comma-separated policy list; 'all' is every registered policy."""
     names: list[str] = []

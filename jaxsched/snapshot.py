@@ -19,7 +19,7 @@ from . import rng
 from .compaction import SearchResult, compaction, inflation
 from .metrics import Metrics, snapshot_metrics
 from .packing import PackConfig, pack
-from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, slot_vector
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, PLACEMENT_METHODS, slot_vector
 from .types import Cluster, Workload, validate
 
 EXPERIMENT = "snapshot"
@@ -50,7 +50,8 @@ class SnapshotResult:
             for x, res in enumerate(self.resources):
                 m[f"stranding_{res}"] = self.metrics.stranding[p][:, x]
             for key, search in self.searches.items():
-                m[key] = search.value[p]
+                if not np.all(np.isnan(search.value[p])):  # NaN: not computed for this method
+                    m[key] = search.value[p]
             out[name] = {k: np.asarray(v, np.float64) for k, v in m.items()}
         return out
 
@@ -62,6 +63,10 @@ class SnapshotResult:
         out = {name: {k: summarize(v) for k, v in metrics.items()} for name, metrics in self.table().items()}
         for p, name in enumerate(self.policies):
             for key, search in self.searches.items():
+                if key not in out[name]:
+                    out[name][key] = {"not_computed": "compaction and inflation search over policy packings; "
+                                      f"{name} is not a scoring policy"}
+                    continue
                 out[name][key]["at_ceiling"] = int(np.sum(search.ceiling[p]))
                 out[name][key]["ceiling_means"] = search.reason
         return out
@@ -99,23 +104,54 @@ def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...]
     g = np.asarray(ALPHA_EVOLVE_GENOME if genome is None else genome, np.float32)
     if g.shape != (GENOME_SIZE,) or not np.all(np.isfinite(g)):
         raise InputError(f"genome must be {GENOME_SIZE} finite numbers (w0..w5, p1, p2)")
-    cfg = PackConfig(policies=tuple(policies), sample_k=int(sample_k), slot=slot)
+    scoring = tuple(p for p in policies if p not in PLACEMENT_METHODS)
     keys = rng.trial_keys(seed, EXPERIMENT, trials)
-    genomes = np.broadcast_to(g, (len(policies), GENOME_SIZE))
-    state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
-    metrics = snapshot_metrics(state.free, cluster.capacity, state.placement, workload.demand, slot)
+    M, N = cluster.num_machines, workload.num_tasks
+    free = np.zeros((len(policies), trials, M, R), np.float32)
+    placement = np.zeros((len(policies), trials, N), np.int32)
+    rows = [policies.index(p) for p in scoring]
+    if scoring:
+        cfg = PackConfig(policies=scoring, sample_k=int(sample_k), slot=slot)
+        genomes = np.broadcast_to(g, (len(scoring), GENOME_SIZE))
+        state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
+        free[rows], placement[rows] = np.asarray(state.free), np.asarray(state.placement)
+    for p, name in enumerate(policies):
+        if name in PLACEMENT_METHODS:
+            free[p], placement[p] = _cvxcluster(cluster, workload, trials, seed)
+    metrics = snapshot_metrics(free, cluster.capacity, placement, workload.demand, slot)
     metrics = Metrics(*(np.asarray(x) for x in metrics))
     if search_depth < 1:
         raise InputError(f"search_depth must be >= 1, got {search_depth}")
     searches = {}
     report = lambda name: None if search_progress is None else (lambda r: search_progress(name, r))
-    if compact:
-        searches["compaction"] = compaction(cluster, workload, cfg, keys, genomes,
-                                            metrics.placed == workload.num_tasks, search_depth,
-                                            progress=report("compaction"))
-    if inflate is not None:
-        searches["inflation"] = inflation(cluster, workload, cfg, keys, genomes, inflate, search_depth,
-                                          progress=report("inflation"))
+    if scoring and compact:
+        searches["compaction"] = _rows_of(compaction(cluster, workload, cfg, keys, genomes,
+                                                     metrics.placed[rows] == N, search_depth,
+                                                     progress=report("compaction")), rows, len(policies))
+    if scoring and inflate is not None:
+        searches["inflation"] = _rows_of(inflation(cluster, workload, cfg, keys, genomes, inflate, search_depth,
+                                                   progress=report("inflation")), rows, len(policies))
     resources = tuple(cluster.resources)[:R] if len(cluster.resources) >= R else tuple(f"r{x}" for x in range(R))
     return SnapshotResult(policies=tuple(policies), resources=resources, metrics=metrics,
-                          placement=np.asarray(state.placement), searches=searches)
+                          placement=placement, searches=searches)
+
+
+def _rows_of(search: SearchResult, rows: list[int], num_rows: int) -> SearchResult:
+    """A search over the scoring policies spread onto all rows; other rows get NaN (not computed)."""
+    value = np.full((num_rows,) + search.value.shape[1:], np.nan)
+    ceiling = np.zeros(value.shape, bool)
+    value[rows], ceiling[rows] = search.value, search.ceiling
+    return dataclasses.replace(search, value=value, ceiling=ceiling)
+
+
+def _cvxcluster(cluster: Cluster, workload: Workload, trials: int, seed: int):
+    """Free capacity f32[T, M, R] and placement i32[T, N] of CvxCluster on the snapshot, per trial."""
+    from .cvx import allocate, from_snapshot
+
+    problem = from_snapshot(cluster, workload)
+    placements = np.stack([allocate(problem, seed=seed, trial=t).placement for t in range(trials)])
+    free = np.broadcast_to(np.asarray(cluster.capacity, np.float64), (trials,) + problem.capacity.shape).copy()
+    for t in range(trials):
+        on = placements[t] >= 0
+        np.add.at(free[t], placements[t][on], -np.asarray(workload.demand, np.float64)[on])
+    return free.astype(np.float32), placements

@@ -55,7 +55,7 @@ def test_shipped_configs_are_valid(capsys):
     configs = [os.path.join(ROOT, "configs", f) for f in os.listdir(os.path.join(ROOT, "configs"))]
     assert configs
     options = {"snapshot": cli.SNAPSHOT_OPTIONS, "evolve": cli.EVOLVE_OPTIONS, "tune": cli.TUNE_OPTIONS,
-               "event": cli.EVENT_OPTIONS}
+               "event": cli.EVENT_OPTIONS, "cvx": cli.CVX_OPTIONS}
     for path in configs:
         with open(path, "rb") as f:
             commands = [k for k in cli.tomllib.load(f) if k in options]
@@ -122,3 +122,34 @@ def test_same_json_for_a_seed_on_one_and_two_devices_and_threads(tmp_path):
         assert one == single_core
     other_seed = json.loads(one)["policies"]["random"]["placed"]["trials"]
     assert len(other_seed) == 3
+
+
+def test_two_processes_with_jax_distributed_give_the_same_json(tmp_path):
+    """--coordinator/--num-processes/--process-id: the batch split over two processes (one CPU device
+    each) gives the single-process JSON byte for byte, and only process 0 writes it."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
+    args = ["snapshot", "--machines", "80", "--rho", "0.95", "--trials", "3", "--policy", "best_fit,random",
+            "--sample-k", "4", "--seed", "2", "--no-inflation", "--quiet"]
+    base = [sys.executable, "-m", "jaxsched.cli"]
+    subprocess.run(base + args + ["--json", str(tmp_path / "single.json")], env=env, check=True, timeout=600)
+    multi = lambda i: base + ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i)] \
+        + args + ["--json", str(tmp_path / f"multi{i}.json")]
+    other = subprocess.Popen(multi(1), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    first = subprocess.run(multi(0), env=env, capture_output=True, text=True, timeout=600)
+    assert other.wait(timeout=600) == 0 and first.returncode == 0, first.stderr
+    assert (tmp_path / "multi0.json").read_bytes() == (tmp_path / "single.json").read_bytes()
+    assert not (tmp_path / "multi1.json").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--coordinator", "127.0.0.1:1"], "go together"),
+    (["--coordinator", "127.0.0.1:1", "--num-processes", "2", "--process-id", "2"], "--process-id must be in 0..1"),
+])
+def test_distributed_flags_are_checked(extra, message, capsys):
+    code, _, err = run_main(extra + SMALL, capsys)
+    assert code == 2 and message in err

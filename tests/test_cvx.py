@@ -1,5 +1,7 @@
 """CvxCluster: prices against HiGHS, the greedy against its numpy reference and the optimum, constraints."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -57,7 +59,7 @@ def test_greedy_matches_numpy_reference(case):
     placement, _ = place(p, shapes, price_inputs(p, shapes), lam, mu, key)
     words = np.asarray(draw_words(key))
     ref, _ = reference_cvx.greedy(p.capacity, p.free, p.server_type, p.demand, p.weight, p.task_type, p.group,
-                                  p.group_free, lam, mu, words[0], words[1])
+                                  p.allowance(), lam, mu, words[0], words[1])
     assert 0 < np.sum(ref >= 0) < p.num_tasks
     np.testing.assert_array_equal(placement, ref)
 
@@ -99,6 +101,11 @@ def test_anti_affinity_machine_types_and_gpus_are_honored():
     assert np.sum(grouped >= 0) == 3 and len(set(grouped[grouped >= 0])) == 3
     assert set(a.placement[5:7]) == {2} and a.placement[7] == -1  # two 0.5-GPU tasks fill the GPU server
     assert set(a.placement[8:]) == {1}
+    # A group-0 task already runs on server 2: now only two of the five fit.
+    held = dataclasses.replace(p, held_group=np.array([0], np.int32), held_server=np.array([2], np.int32))
+    b = allocate(held)
+    check_placement(held, b.placement)
+    assert set(b.placement[:5]) == {-1, 0, 1}
 
 
 @settings(max_examples=20, deadline=None)
@@ -113,19 +120,22 @@ def test_property_constraints_and_maximality(seed, M, N, G, T):
     dem[:, 2] *= g.random(N) < 0.3
     p = make_problem(cap, dem, weight=g.choice([1.0, 2.0, 4.0], N), free=free, server_type=g.integers(0, T, M),
                      task_type=g.integers(-1, T, N), group=g.integers(-1, G, N) if G else None)
+    if p.num_groups:  # some servers already run a task of some group
+        pairs = np.unique(np.stack([g.integers(0, p.num_groups, 6), g.integers(0, M, 6)], 1), axis=0)
+        p = dataclasses.replace(p, held_group=pairs[:, 0].astype(np.int32), held_server=pairs[:, 1].astype(np.int32))
     a = allocate(p, seed=seed)
     check_placement(p, a.placement)
     # An unplaced task fits no allowed server of the final state (free capacity only shrinks).
     left = p.free.astype(np.float64).copy()
     on = a.placement >= 0
     np.add.at(left, a.placement[on], -p.demand[on].astype(np.float64))
-    used = np.zeros_like(p.group_free)
+    used = np.zeros_like(p.allowance())
     np.add.at(used, (p.group[on & (p.group >= 0)], a.placement[on & (p.group >= 0)]), 1)
     for i in np.flatnonzero(~on):
         ok = np.all(p.demand[i] <= left + 1e-6, axis=1)
         ok &= (p.task_type[i] == -1) | (p.server_type == p.task_type[i])
         if p.group[i] >= 0:
-            ok &= used[p.group[i]] < p.group_free[p.group[i]]
+            ok &= used[p.group[i]] < p.allowance()[p.group[i]]
         assert not ok.any(), f"task {i} left unplaced but fits server {np.argmax(ok)}"
 
 
@@ -168,3 +178,75 @@ def test_bad_problems_are_refused():
         make_problem([[1, 1]], [[0.1, 0.1], [-0.1, 0]])
     with pytest.raises(InputError, match="free exceeds capacity"):
         make_problem([[1, 1]], [[0.1, 0.1]], free=[[2, 1]])
+
+
+# ---- command line ----
+
+from jaxsched import cli  # noqa: E402
+import json  # noqa: E402
+
+TRACE = "../shared/data/google2011"
+
+
+def run(args, capsys):
+    try:
+        code = cli.main(args)
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_cvx_snapshot_with_exact_references(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    code, out, err = run(["cvx", "--machines", "30", "--rho", "1.3", "--trials", "2", "--exact",
+                          "--mip-time-limit", "5", "--json", str(path)], capsys)
+    assert code == 0, err
+    doc = json.loads(path.read_text())
+    c, x = doc["cvxcluster"], doc["exact"]
+    assert len(c["objective"]) == 2 and c["converged"]
+    assert x["lp_objective"] * (1 - 1e-5) <= c["dual"] <= x["lp_objective"] * 1.005
+    assert max(c["objective"]) <= min(x["lp_objective"], x["mip_bound"]) + 1e-6
+    assert doc["workload"]["servers"] == 30 and doc["workload"]["anti_affinity_groups"] > 0
+    assert "HiGHS LP" in out and "HiGHS MIP" in out
+
+
+def test_cli_cvx_online(tmp_path, capsys):
+    path = tmp_path / "o.json"
+    code, out, err = run(["cvx", "--machines", "20", "--rho", "0.6", "--online", "--rate-multiplier", "50,500",
+                          "--round-s", "2", "--max-rounds", "6", "--json", str(path)], capsys)
+    assert code == 0, err
+    runs = json.loads(path.read_text())["online"]
+    assert [r["rate_multiplier"] for r in runs] == [50.0, 500.0]
+    assert all(r["rounds"] == 6 and r["stop_reason"] == "stopped after max_rounds=6" for r in runs)
+    assert "x500" in out
+
+
+def test_cli_cvx_on_the_trace_sample(capsys):
+    code, out, err = run(["cvx", "--trace-dir", TRACE, "--max-tasks", "3000"], capsys)
+    assert code == 0, err
+    assert "google2011" in out and "stage 2: objective" in out
+
+
+def test_cli_snapshot_with_cvxcluster_beside_policies(tmp_path, capsys):
+    path = tmp_path / "s.json"
+    code, out, err = run(["snapshot", "--machines", "60", "--rho", "1.1", "--trials", "2", "--policy",
+                          "best_fit,cvxcluster", "--json", str(path)], capsys)
+    assert code == 0, err
+    pol = json.loads(path.read_text())["policies"]
+    assert list(pol) == ["best_fit", "cvxcluster"]
+    assert "mean" in pol["best_fit"]["compaction"] and "not_computed" in pol["cvxcluster"]["compaction"]
+    assert len(pol["cvxcluster"]["placed"]["trials"]) == 2 and 0 < pol["cvxcluster"]["placed_fraction"]["mean"] <= 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["cvx", "--round-s", "3"], "--round-s needs --online"),
+    (["cvx", "--online", "--exact"], "does not combine with --online"),
+    (["cvx", "--trace-dir", TRACE, "--machines", "10"], "--machines is for the synthetic workload"),
+    (["cvx", "--days", "1"], "--days needs --trace-dir"),
+    (["cvx", "--online", "--rate-multiplier", "0"], "every multiplier must be > 0"),
+    (["event", "--policy", "best_fit,cvxcluster"], "cvxcluster is not available in `event`"),
+])
+def test_cli_cvx_bad_flags(args, message, capsys):
+    code, _, err = run(args, capsys)
+    assert code == 2 and message in err and err.count("\n") == 1

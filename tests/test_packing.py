@@ -1,5 +1,6 @@
 """The batched JAX packing against the float64 reference loop, placement for placement."""
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -156,6 +157,7 @@ def test_optimistic_sampling_equals_always_falling_back(monkeypatch):
     cfg = PackConfig(policies=("best_fit", "random"), sample_k=2, block=64)
     calls = []
     fast = packing._pack_block_fast
+    monkeypatch.setattr(packing, "shard_devices", lambda trials: tuple(jax.local_devices())[:1])
 
     def spy(*a, **k):
         out = fast(*a, **k)
@@ -184,3 +186,20 @@ def test_trial_groups_give_the_same_results(monkeypatch):
     grouped = pack(cluster, wl, cfg, keys)
     np.testing.assert_array_equal(whole.placement, grouped.placement)
     np.testing.assert_array_equal(whole.free, grouped.free)
+
+
+@pytest.mark.parametrize("sample_k", [0, 3])
+def test_trials_sharded_over_two_devices_match_one_device(monkeypatch, sample_k):
+    """The trial axis split over both CPU devices (3 trials: padded to 4) gives identical results."""
+    from jaxsched import packing
+
+    assert len(packing.shard_devices(3)) == 2  # tests/conftest.py forces two CPU devices
+    cluster, wl = instance(6, M=40, N=600)
+    keys = rng.trial_keys(3, "test", 3)
+    cfg = PackConfig(policies=("best_fit", "random", "alpha_evolve"), sample_k=sample_k, block=128)
+    sharded = pack(cluster, wl, cfg, keys)
+    monkeypatch.setattr(packing, "shard_devices", lambda trials: tuple(jax.local_devices())[:1])
+    single = pack(cluster, wl, cfg, keys)
+    np.testing.assert_array_equal(sharded.placement, single.placement)
+    np.testing.assert_array_equal(sharded.free, single.free)
+    assert np.any(single.placement < 0) and np.any(single.placement >= 0)

@@ -102,7 +102,7 @@ def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e
     N = problem.num_tasks
     if len(i) == 0:
         return MIPSolution(0.0, 0.0, True, np.full(N, -1, np.int32), 0.0, "nothing fits")
-    A, b, _ = _rows(problem, i, j, M, problem.free.astype(np.float64), problem.group_free.T.astype(np.float64))
+    A, b, _ = _rows(problem, i, j, M, problem.free.astype(np.float64), problem.allowance().T.astype(np.float64))
     c = -problem.weight.astype(np.float64)[i]
     t0 = time.perf_counter()
     res = milp(c, constraints=LinearConstraint(A, -np.inf, b), integrality=np.ones(len(i)), bounds=Bounds(0, 1),

@@ -19,7 +19,7 @@ without anti-affinity): free capacity only shrinks during a round, so a task dem
 at least as much in every resource cannot fit either. Neither shortcut changes a result.
 
 Feasible: every resource d_ir <= free_jr + 1e-6, the task's type allowed on the server,
-and the server's allowance of the task's anti-affinity group not used up.
+and fewer than group_limit tasks of the task's anti-affinity group on the server.
 """
 
 from __future__ import annotations
@@ -39,26 +39,41 @@ from .problem import CvxProblem, Shapes
 
 SAMPLES = 16
 FAILURES = 16
-NO_GROUP_ALLOWANCE = 2**30
 
 
 class GreedyInputs(NamedTuple):
-    """Stage 2 arrays, servers in shape order (position p holds server members[p])."""
+    """Stage 2 arrays, servers in shape order (position p holds server members[p]).
+
+    Anti-affinity: group g owns slots[gstart[g] : gstart[g] + gsize[g]], one per member (running
+    members first, holding their server's position; then this round's tasks, -1 until placed).
+    """
 
     free: jax.Array  # f32[R, M]
-    group_free: jax.Array  # i32[G + 1, M], last row: tasks without a group
     server: jax.Array  # i32[M], original index of the server at each position
     start: jax.Array  # i32[K]
     count: jax.Array  # i32[K]
     share: jax.Array  # f32[K], free share of the shape at the start of the round (tie-break)
+    slots: jax.Array  # i32[>= S + window + 1]
+    gstart: jax.Array  # i32[G + 1], row G: tasks without a group (no slots)
+    gsize: jax.Array  # i32[G + 1]
+    task_slot: jax.Array  # i32[N], a task's slot (ungrouped: the last, unused slot)
+    limit: jax.Array  # i32[], tasks of one group per server
 
 
-def greedy_inputs(problem: CvxProblem, shapes: Shapes) -> GreedyInputs:
-    """The stage-2 arrays of `problem`."""
+def _pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _ranks(sorted_keys: np.ndarray) -> np.ndarray:
+    """Rank of each entry among equal keys of a sorted array."""
+    return np.arange(len(sorted_keys)) - np.searchsorted(sorted_keys, sorted_keys, side="left")
+
+
+def greedy_inputs(problem: CvxProblem, shapes: Shapes) -> tuple[GreedyInputs, int]:
+    """The stage-2 arrays of `problem` and the (static) width of a group's slot window."""
     m = shapes.members
     free = problem.free[m].T
-    G = problem.num_groups
-    gf = np.concatenate([problem.group_free[:, m], np.full((1, len(m)), NO_GROUP_ALLOWANCE, np.int32)], axis=0)
+    G, N = problem.num_groups, problem.num_tasks
     K = len(shapes.count)
     tot = np.zeros((K, free.shape[0]))
     left = np.zeros_like(tot)
@@ -67,9 +82,28 @@ def greedy_inputs(problem: CvxProblem, shapes: Shapes) -> GreedyInputs:
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(tot > 0, left / np.where(tot > 0, tot, 1.0), np.inf).min(axis=1)
     share = np.where(np.isfinite(share), share, 1.0)
-    return GreedyInputs(free=jnp.asarray(free, jnp.float32), group_free=jnp.asarray(gf), server=jnp.asarray(m),
-                        start=jnp.asarray(shapes.start), count=jnp.asarray(shapes.count),
-                        share=jnp.asarray(share, jnp.float32))
+    pos_of = np.empty(len(m), np.int32)
+    pos_of[m] = np.arange(len(m), dtype=np.int32)
+    hg, hs, tg = problem.held_group, problem.held_server, problem.group
+    held_n = np.bincount(hg, minlength=G)
+    size = held_n + np.bincount(tg[tg >= 0], minlength=G)
+    gstart = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
+    S = int(size.sum())
+    window = _pow2(max(int(size.max(initial=0)), 1))
+    # Padded to a power of two, so that rounds of an online run reuse one compiled program.
+    slots = np.full(_pow2(S + window + 1), -1, np.int32)
+    oh = np.argsort(hg, kind="stable")
+    slots[gstart[hg[oh]] + _ranks(hg[oh])] = pos_of[hs[oh]]
+    grouped = np.flatnonzero(tg >= 0)
+    ot = grouped[np.argsort(tg[grouped], kind="stable")]
+    task_slot = np.full(N, S + window, np.int32)
+    task_slot[ot] = gstart[tg[ot]] + held_n[tg[ot]] + _ranks(tg[ot])
+    inputs = GreedyInputs(free=jnp.asarray(free, jnp.float32), server=jnp.asarray(m), start=jnp.asarray(shapes.start),
+                          count=jnp.asarray(shapes.count), share=jnp.asarray(share, jnp.float32),
+                          slots=jnp.asarray(slots), gstart=jnp.asarray(np.append(gstart, 0).astype(np.int32)),
+                          gsize=jnp.asarray(np.append(size, 0).astype(np.int32)), task_slot=jnp.asarray(task_slot),
+                          limit=jnp.int32(problem.group_limit))
+    return inputs, window
 
 
 def task_order(v: jax.Array):
@@ -92,8 +126,8 @@ def _shape_max(free, pos_shape, k):
     return jnp.max(jnp.where(pos_shape[None, :] == k, free, -jnp.inf), axis=1)
 
 
-@jax.jit
-def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words):
+@functools.partial(jax.jit, static_argnames=("window",))
+def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words, window: int):
     v = net_utility(lam, jnp.concatenate([mu, jnp.zeros((mu.shape[0], 1), mu.dtype)], axis=1), pinp)
     order = task_order(v)
     prefs, n_allowed = shape_order(v, ginp.share)
@@ -105,13 +139,32 @@ def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words):
     bound0 = jax.vmap(lambda k: _shape_max(ginp.free, pos_shape, k))(jnp.arange(K)).astype(jnp.float32)  # [K, R]
     sample_words, scan_words = words[0:1], words[1:2]
 
-    def fits(free, gfree, d, g, p):
-        return jnp.all(d[:, None] <= free[:, p] + FEASIBILITY_TOL, axis=0) & (gfree[g, p] > 0)
+    no_group = ginp.gstart.shape[0] - 1
 
-    no_group = ginp.group_free.shape[0] - 1
+    def members(slots, g):
+        w = lax.dynamic_slice(slots, (ginp.gstart[g],), (window,))
+        return w, jnp.arange(window) < ginp.gsize[g]
+
+    def group_ok(slots, g, p):
+        """Server positions p [L] may take one more task of group g."""
+        def check(_):
+            w, valid = members(slots, g)
+            return jnp.sum((w[None, :] == p[:, None]) & valid[None, :], axis=1) < ginp.limit
+        return lax.cond(g == no_group, lambda _: jnp.ones(p.shape, bool), check, None)
+
+    def group_ok_all(slots, g):
+        """Every server position may take one more task of group g: bool[M]."""
+        def check(_):
+            w, valid = members(slots, g)
+            held = jnp.zeros(M, jnp.int32).at[jnp.where(valid, w, M)].add(1, mode="drop")
+            return held < ginp.limit
+        return lax.cond(g == no_group, lambda _: jnp.ones(M, bool), check, None)
+
+    def fits(free, d, p):
+        return jnp.all(d[:, None] <= free[:, p] + FEASIBILITY_TOL, axis=0)
 
     def step(carry, i):
-        free, gfree, memo = carry
+        free, slots, memo = carry
         d = pinp.demand[i]
         g = pinp.group[i]
 
@@ -124,12 +177,12 @@ def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words):
                 lanes = k * SAMPLES + jnp.arange(SAMPLES, dtype=jnp.int32)
                 bits = rng.counter_bits(sample_words, i, lanes)[0]
                 p = start + (bits % count.astype(jnp.uint32)).astype(jnp.int32)
-                ok = fits(free, gfree, d, g, p)
+                ok = fits(free, d, p) & group_ok(slots, g, p)
 
                 def scan(memo):
                     bound, failed, nfail = memo
                     inside = pos_shape == k
-                    feas = inside & fits(free, gfree, d, g, pos)
+                    feas = inside & fits(free, d, pos) & group_ok_all(slots, g)
                     h = rng.counter_bits(scan_words, i, ginp.server)[0]
                     # Smallest hash among feasible servers, ties to the lowest position.
                     best = jnp.argmin(jnp.where(feas, h, jnp.uint32(0xFFFFFFFF)))
@@ -159,11 +212,11 @@ def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words):
         placed = chosen >= 0
         p = jnp.maximum(chosen, 0)
         free = free.at[:, p].add(jnp.where(placed, -d, 0.0))
-        gfree = gfree.at[g, p].add(jnp.where(placed & (g < gfree.shape[0] - 1), -1, 0))
-        return (free, gfree, memo), chosen
+        slots = slots.at[ginp.task_slot[i]].set(jnp.where(placed, p, -1))
+        return (free, slots, memo), chosen
 
     memo0 = (bound0, jnp.full((K, FAILURES, R), jnp.inf, jnp.float32), jnp.zeros(K, jnp.int32))
-    (free, gfree, _), chosen = lax.scan(step, (ginp.free, ginp.group_free, memo0), order)
+    (free, _, _), chosen = lax.scan(step, (ginp.free, ginp.slots, memo0), order)
     server = jnp.where(chosen >= 0, ginp.server[jnp.maximum(chosen, 0)], -1)
     placement = jnp.full(order.shape, -1, jnp.int32).at[order].set(server)
     return placement, order
@@ -177,7 +230,8 @@ def draw_words(key: jax.Array) -> jax.Array:
 
 def place(problem: CvxProblem, shapes: Shapes, pinp: PriceInputs, lam, mu, key) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2 placement of every task: (server of each task i32[N] or -1, processing order i32[N])."""
-    ginp = greedy_inputs(problem, shapes)
+    ginp, window = greedy_inputs(problem, shapes)
     words = draw_words(key)
-    placement, order = _place(jnp.asarray(lam, jnp.float32), jnp.asarray(mu, jnp.float32), pinp, ginp, words)
+    placement, order = _place(jnp.asarray(lam, jnp.float32), jnp.asarray(mu, jnp.float32), pinp, ginp, words,
+                              window)
     return np.asarray(placement), np.asarray(order)

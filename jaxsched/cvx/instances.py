@@ -12,6 +12,8 @@ Built on the synthetic cluster and workload of jaxsched.synthetic (CPU, memory),
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..synthetic import MACHINE_CLASSES, synthetic_instance
@@ -71,14 +73,11 @@ def synthetic_problem(machines: int, rho: float, seed: int, gpus: bool = True, t
 def replicate(problem: CvxProblem, copies: int) -> CvxProblem:
     """`copies` disjoint copies of the problem side by side (proportional growth): servers,
     tasks and anti-affinity groups repeated, each copy's groups distinct."""
-    G = problem.num_groups
-    group = np.concatenate([np.where(problem.group >= 0, problem.group + c * G, problem.group)
-                            for c in range(copies)])
+    G, M = problem.num_groups, problem.num_servers
+    shift = lambda a, step: np.concatenate([np.where(a >= 0, a + c * step, a) for c in range(copies)]).astype(np.int32)
     tile = lambda a: np.concatenate([a] * copies)
-    gf = np.zeros((G * copies, problem.num_servers * copies), np.int32)
-    M = problem.num_servers
-    for c in range(copies):
-        gf[c * G:(c + 1) * G, :] = np.tile(problem.group_free, (1, copies))
-    return CvxProblem(capacity=tile(problem.capacity), free=tile(problem.free), server_type=tile(problem.server_type),
-                      demand=tile(problem.demand), weight=tile(problem.weight), task_type=tile(problem.task_type),
-                      group=group.astype(np.int32), group_free=gf, resources=problem.resources)
+    return dataclasses.replace(problem, capacity=tile(problem.capacity), free=tile(problem.free),
+                               server_type=tile(problem.server_type), demand=tile(problem.demand),
+                               weight=tile(problem.weight), task_type=tile(problem.task_type),
+                               group=shift(problem.group, G), num_groups=G * copies,
+                               held_group=shift(problem.held_group, G), held_server=shift(problem.held_server, M))

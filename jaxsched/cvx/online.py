@@ -40,23 +40,30 @@ class OnlineResult:
     queue: np.ndarray  # i32[rounds], queue length at the start of each round (after arrivals)
     placed: np.ndarray  # i32[rounds], tasks placed in each round
     seconds: np.ndarray  # f64[rounds], wall time of each round's allocation
+    compiled: np.ndarray  # bool[rounds], the round's padded size was new (its time includes compilation)
     time_s: np.ndarray  # f64[rounds], simulated time of each round
     start: np.ndarray  # f64[N], simulated start of each task, nan if never placed
     arrival: np.ndarray  # f64[N], compressed arrival
     stop_reason: str
 
     def summary(self) -> dict:
-        """Totals for reports: tasks/s over the allocation wall time, solve times, latency, queue."""
-        placed = int(self.placed.sum())
-        busy = float(self.seconds.sum())
+        """Totals for reports: tasks/s over the allocation wall time, solve times, latency, queue.
+
+        Rounds whose padded size was new include compilation; tasks/s and solve times leave them out.
+        """
+        steady = ~self.compiled
+        placed = int(self.placed[steady].sum())
+        busy = float(self.seconds[steady].sum())
         lat = (self.start - self.arrival)[np.isfinite(self.start)]
         pct = lambda q: float(np.percentile(lat, q)) if lat.size else float("nan")
         return {
             "rate_multiplier": self.rate_multiplier, "round_s": self.round_s, "rounds": self.rounds,
-            "tasks": int(len(self.arrival)), "placed": placed, "never_placed": int(np.sum(~np.isfinite(self.start))),
+            "tasks": int(len(self.arrival)), "placed": int(self.placed.sum()),
+            "never_placed": int(np.sum(~np.isfinite(self.start))),
             "tasks_per_s": placed / busy if busy > 0 else float("nan"),
-            "solve_s_mean": float(self.seconds.mean()) if self.rounds else 0.0,
-            "solve_s_max": float(self.seconds.max()) if self.rounds else 0.0,
+            "compile_rounds": int(self.compiled.sum()),
+            "solve_s_mean": float(self.seconds[steady].mean()) if steady.any() else float("nan"),
+            "solve_s_max": float(self.seconds[steady].max()) if steady.any() else float("nan"),
             "queue_mean": float(self.queue.mean()) if self.rounds else 0.0,
             "queue_max": int(self.queue.max()) if self.rounds else 0,
             "latency_s_p50": pct(50), "latency_s_p99": pct(99), "stop_reason": self.stop_reason,
@@ -95,7 +102,7 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
     shapes = aggregate(problem)
     key = rng.trial_keys(seed, EXPERIMENT + "/online", 1)[0]
     free = problem.free.astype(np.float32).copy()
-    gfree = problem.group_free.copy()
+    held = {}  # running grouped task -> (group, server), kept as the problem's held pairs
     start = np.full(N, np.nan)
     server_of = np.full(N, -1, np.int64)
     running_end = np.empty(0)
@@ -103,7 +110,8 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
     queue = np.empty(0, np.int64)
     nxt = 0
     t = float(arrival[order[0]]) if N else 0.0
-    rec_q, rec_p, rec_s, rec_t = [], [], [], []
+    rec_q, rec_p, rec_s, rec_t, rec_c = [], [], [], [], []
+    sizes = set()
     warm = None
     reason = "all tasks placed"
     while True:
@@ -111,15 +119,19 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
         if done.any():
             ended = running[done]
             np.add.at(free, server_of[ended], problem.demand[ended])
-            g = problem.group[ended]
-            on = g >= 0
-            np.add.at(gfree, (g[on], server_of[ended][on]), 1)
+            for task in ended[problem.group[ended] >= 0]:
+                held.pop(int(task))
             running, running_end = running[~done], running_end[~done]
         hi = np.searchsorted(arrival[order], t, side="right")
         queue = np.concatenate([queue, order[nxt:hi]])
         nxt = hi
         if queue.size:
-            sub = _padded(dataclasses.replace(problem, free=free, group_free=gfree), queue, _bucket(len(queue)))
+            size = _bucket(len(queue))
+            rec_c.append(size not in sizes)
+            sizes.add(size)
+            pairs = np.asarray(list(held.values()), np.int32).reshape(-1, 2)
+            now = dataclasses.replace(problem, free=free, held_group=pairs[:, 0], held_server=pairs[:, 1])
+            sub = _padded(now, queue, size)
             t0 = time.perf_counter()
             prices = solve_prices(sub, shapes, cfg, warm)
             warm = prices.theta
@@ -131,9 +143,9 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
             placed = queue[ok]
             server_of[placed] = placement[ok]
             np.subtract.at(free, placement[ok], problem.demand[placed])
-            g = problem.group[placed]
-            on = g >= 0
-            np.subtract.at(gfree, (g[on], placement[ok][on]), 1)
+            for task, server in zip(placed, placement[ok]):
+                if problem.group[task] >= 0:
+                    held[int(task)] = (int(problem.group[task]), int(server))
             start[placed] = t
             running = np.concatenate([running, placed])
             running_end = np.concatenate([running_end, t + duration[placed]])
@@ -156,5 +168,5 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
         t = t + round_s * max(1.0, np.ceil((min(upcoming) - t) / round_s))  # the next round on the grid
     return OnlineResult(rate_multiplier=float(rate_multiplier), round_s=float(round_s), rounds=len(rec_q),
                         queue=np.asarray(rec_q, np.int32), placed=np.asarray(rec_p, np.int32),
-                        seconds=np.asarray(rec_s), time_s=np.asarray(rec_t), start=start, arrival=arrival,
+                        seconds=np.asarray(rec_s), compiled=np.asarray(rec_c, bool), time_s=np.asarray(rec_t), start=start, arrival=arrival,
                         stop_reason=reason)

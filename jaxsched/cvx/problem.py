@@ -4,8 +4,10 @@ A problem is a set of servers (capacity, free capacity, machine type), a set of 
 (demand, utility weight, required machine type, anti-affinity group) and the
 anti-affinity allowance left on each server. Anti-affinity is the paper's capacity
 form kept sparse: a group g is an indicator column of the demand matrix and a limit
-column of the capacity matrix; here each task names its group and `group_free[g, j]`
-is what is left of server j's limit, so no dense [N, G] matrix is built.
+column of the capacity matrix. Here each task names its group, every server takes at
+most `group_limit` tasks of a group, and the tasks already running there are listed as
+(group, server) pairs, so nothing of size groups x servers is ever built (17,920 groups
+on 100,480 servers would be 7 GB dense).
 
 Shapes aggregate servers with identical capacity and machine type (free capacity may
 differ); shape k's aggregated free capacity is the sum over its servers.
@@ -38,7 +40,10 @@ class CvxProblem:
     weight: np.ndarray  # f32[N], utility u_i of placing task i
     task_type: np.ndarray  # i32[N], required machine type, ANY_TYPE for any
     group: np.ndarray  # i32[N], anti-affinity group 0..G-1, NO_GROUP for none
-    group_free: np.ndarray  # i32[G, M], tasks of group g server j may still take
+    num_groups: int  # G; groups are 0..G-1
+    group_limit: int = 1  # tasks of one group a server may hold
+    held_group: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # i32[H]
+    held_server: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int32))  # i32[H]
     resources: tuple[str, ...] = ("cpu", "mem")
 
     @property
@@ -49,9 +54,20 @@ class CvxProblem:
     def num_tasks(self) -> int:
         return int(self.demand.shape[0])
 
-    @property
-    def num_groups(self) -> int:
-        return int(self.group_free.shape[0])
+    def group_counts(self, placement=None) -> dict[tuple[int, int], int]:
+        """{(group, server): tasks} of the running tasks, plus those of `placement` if given."""
+        g, j = self.held_group, self.held_server
+        if placement is not None:
+            on = (np.asarray(placement) >= 0) & (self.group >= 0)
+            g, j = np.concatenate([g, self.group[on]]), np.concatenate([j, np.asarray(placement)[on]])
+        keys, counts = np.unique(np.stack([g, j], 1), axis=0, return_counts=True) if len(g) else ([], [])
+        return {(int(a), int(b)): int(c) for (a, b), c in zip(keys, counts)}
+
+    def allowance(self) -> np.ndarray:
+        """Dense i32[G, M] allowance left per group and server (small problems only: exact references)."""
+        out = np.full((self.num_groups, self.num_servers), self.group_limit, np.int32)
+        np.add.at(out, (self.held_group, self.held_server), -1)
+        return out
 
     def tasks(self, index) -> "CvxProblem":
         """The same servers with only the tasks at `index`."""
@@ -95,13 +111,10 @@ def make_problem(capacity, demand, weight=None, free=None, server_type=None, tas
     if group_limit < 1:
         raise InputError(f"group_limit must be >= 1, got {group_limit}")
     G = int(g.max()) + 1 if N else 0
-    if G * M > 200_000_000:
-        raise InputError(f"{G} anti-affinity groups x {M} servers is too large for the allowance matrix")
-    gf = np.full((G, M), group_limit, np.int32)
     res = tuple(resources) if resources is not None else (("cpu", "mem", "gpu")[:R] if R <= 3 else
                                                           tuple(f"r{x}" for x in range(R)))
     return CvxProblem(capacity=cap, free=fr, server_type=st, demand=dem, weight=w, task_type=tt, group=g,
-                      group_free=gf, resources=res)
+                      num_groups=G, group_limit=int(group_limit), resources=res)
 
 
 def band_weights(priority, weights=BAND_WEIGHTS) -> np.ndarray:
@@ -163,8 +176,8 @@ def shape_budgets(problem: CvxProblem, shapes: Shapes) -> tuple[np.ndarray, np.n
     K = len(shapes.count)
     B = np.zeros((K, problem.capacity.shape[1]))
     np.add.at(B, shapes.shape_of, problem.free.astype(np.float64))
-    A = np.zeros((K, problem.num_groups))
-    np.add.at(A, shapes.shape_of, problem.group_free.T.astype(np.float64))
+    A = np.repeat((problem.group_limit * shapes.count.astype(np.float64))[:, None], problem.num_groups, axis=1)
+    np.add.at(A, (shapes.shape_of[problem.held_server], problem.held_group), -1.0)
     return B, A
 
 
@@ -187,10 +200,6 @@ def check_placement(problem: CvxProblem, placement: np.ndarray, tol: float = 1e-
     bad = (tt != ANY_TYPE) & (tt != problem.server_type[placement[on]])
     if bad.any():
         raise AssertionError(f"task {np.flatnonzero(on)[np.argmax(bad)]} on a server of the wrong type")
-    grouped = on & (problem.group >= 0)
-    if grouped.any():
-        counts = np.zeros_like(problem.group_free)
-        np.add.at(counts, (problem.group[grouped], placement[grouped]), 1)
-        if np.any(counts > problem.group_free):
-            g, j = np.argwhere(counts > problem.group_free)[0]
+    for (g, j), count in problem.group_counts(placement).items():
+        if count > problem.group_limit:
             raise AssertionError(f"anti-affinity group {g} over its limit on server {j}")

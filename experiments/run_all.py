@@ -1,0 +1,167 @@
+"""Run every experiments/bench_*.py and collect their headline figures in one place.
+
+Each benchmark runs in its own process (with --quick if asked and the script has it),
+its output saved beside its JSON; then results/bench.json gets the hardware, the
+library versions and each benchmark's headline ratios against its goal, and
+results/bench.md a short markdown table (the README embeds it between the
+`<!-- bench:begin -->` and `<!-- bench:end -->` markers; --readme updates them). The
+same command runs unchanged on a GPU machine.
+
+    python experiments/run_all.py [--quick] [--only cvx,sharding] [--timeout 3600] [--readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+
+def _snapshot(d):
+    return [(f"{r['picker']}, batch {r['batch']}: vs single-thread numba", r["ratio_vs_numba"],
+             2.0 if r["picker"] == "full scan" and r["batch"] >= 32 else None) for r in d["results"]]
+
+
+def _trace(d):
+    s, g = d["speedup_vs_csv"], d["goal"]
+    return [("cold load vs csv module", s["cold"], g["cold"]), ("warm load vs csv module", s["warm"], g["warm"])]
+
+
+def _compaction(d):
+    return [("compaction + inflation vs sequential binary search", d["best_speedup"], d["goal"])]
+
+
+def _evolve(d):
+    return [(f"population of 64 vs one at a time, sample_k={r['sample_k']}", r["ratio"], 10.0) for r in d["results"]]
+
+
+def _event(d):
+    return [(f"events/s vs heapq reference, first {d['prefix']['tasks']:,} tasks", d["prefix"]["ratio"], 20.0)]
+
+
+def _cvx(d):
+    gaps = [r["gap_to_bound_pct"] for r in d["vs_mip"]]
+    speed = sorted(r["speed_ratio"] for r in d["vs_mip"])[len(d["vs_mip"]) // 2]
+    return [("CvxCluster vs HiGHS MIP time (median; MIP at its time limit)", speed, 100.0),
+            ("worst gap to the proven bound, % (goal: at most 3)", max(gaps), None),
+            ("price stage vs HiGHS LP, 785 servers", d["vs_lp"]["speed_ratio"], None),
+            (f"stage 2 tasks/s at {d['scale']['servers']:,} servers", d["scale"]["place_tasks_per_s"], None)]
+
+
+def _sharding(d):
+    return [(k, v, None) for k, v in d["ratios"].items()]
+
+
+HEADLINES = {"snapshot": _snapshot, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
+             "event": _event, "cvx": _cvx, "sharding": _sharding}
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("jaxsched", "jax", "jaxlib", "optax", "numpy", "scipy", "pyarrow", "numba"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def markdown(doc: dict) -> str:
+    """The summary table: benchmark, figure, ratio, goal, met."""
+    lines = ["| benchmark | figure | value | goal | met |", "|---|---|---|---|---|"]
+    for name, b in doc["benchmarks"].items():
+        if b["rc"] != 0:
+            lines.append(f"| {name} | did not finish (exit {b['rc']}, see {b['log']}) | | | |")
+            continue
+        for fig, value, goal in b["headlines"]:
+            met = "" if goal is None else ("yes" if value >= goal else "**no**")
+            lines.append(f"| {name} | {fig} | {value:,.3g} | {'' if goal is None else f'{goal:g}'} | {met} |")
+    hw = doc["hardware"]
+    lines.append(f"\n{hw['cpu']}, {hw['cores']} cores, {hw.get('backend')} x {hw.get('devices')}; "
+                 f"jax {doc['versions']['jax']}; {doc['date']}{' (--quick sizes)' if doc['quick'] else ''}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="pass --quick to every benchmark that has it")
+    ap.add_argument("--only", default=None, help="comma-separated benchmark names (bench_NAME.py)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark")
+    ap.add_argument("--results", default=os.path.join(ROOT, "results"))
+    ap.add_argument("--readme", action="store_true", help="embed the table in README.md")
+    args = ap.parse_args()
+    from benchlib import hardware
+
+    scripts = sorted(glob.glob(os.path.join(HERE, "bench_*.py")))
+    names = [os.path.basename(s)[6:-3] for s in scripts]
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = [w for w in wanted if w not in names]
+        if unknown:
+            raise SystemExit(f"run_all: unknown benchmark {unknown[0]!r} (have: {', '.join(names)})")
+        scripts = [s for s, n in zip(scripts, names) if n in wanted]
+    os.makedirs(args.results, exist_ok=True)
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
+           "hardware": hardware(), "versions": _versions(), "benchmarks": {}}
+    for script in scripts:
+        name = os.path.basename(script)[6:-3]
+        out = os.path.join(args.results, f"bench_{name}{'_quick' if args.quick else ''}.json")
+        log = out[:-5] + ".txt"
+        cmd = [sys.executable, script, "--out", out]
+        helptext = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True).stdout
+        if args.quick and "--quick" in helptext:
+            cmd.append("--quick")
+        print(f"run_all: {name} ...", flush=True)
+        t = time.perf_counter()
+        try:
+            with open(log, "w") as f:
+                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=args.timeout, cwd=ROOT).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+        wall = time.perf_counter() - t
+        entry = {"rc": rc, "wall_s": wall, "json": os.path.relpath(out, ROOT), "log": os.path.relpath(log, ROOT),
+                 "headlines": []}
+        if rc == 0 and name in HEADLINES:
+            with open(out) as f:
+                entry["headlines"] = [list(h) for h in HEADLINES[name](json.load(f))]
+        doc["benchmarks"][name] = entry
+        print(f"run_all: {name}: exit {rc}, {wall:.0f} s" + "".join(
+            f"\n    {fig}: {value:,.3g}" + ("" if goal is None else f" (goal {goal:g})")
+            for fig, value, goal in entry["headlines"]), flush=True)
+    from jaxsched.output import write_json_atomic
+
+    suffix = "_quick" if args.quick else ""
+    write_json_atomic(os.path.join(args.results, f"bench{suffix}.json"), doc)
+    table = markdown(doc)
+    with open(os.path.join(args.results, f"bench{suffix}.md"), "w") as f:
+        f.write(table)
+    print(table)
+    if args.readme:
+        path = os.path.join(ROOT, "README.md")
+        text = open(path).read()
+        new = re.sub(r"(<!-- bench:begin -->\n).*?(<!-- bench:end -->)", lambda m: m.group(1) + table + m.group(2),
+                     text, flags=re.S)
+        if new == text and "<!-- bench:begin -->" not in text:
+            raise SystemExit("run_all: README.md has no <!-- bench:begin --> marker")
+        with open(path, "w") as f:
+            f.write(new)
+    failed = [n for n, b in doc["benchmarks"].items() if b["rc"] != 0]
+    if failed:
+        raise SystemExit(f"run_all: {len(failed)} benchmark(s) failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""A self-contained HTML report of jaxsched results: tables sortable by metric, SVG plots.
+
+Reads the JSON documents the commands write (snapshot, event, evolve, tune, cvx) and the
+benchmark suite's results/bench.json, plus event mode's utilization CSVs
+(PREFIX_<policy>.csv). Plots are inline SVG and the page's only script (sorting, an
+error log) is inline, so the page needs no network when viewed.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+import os
+
+from .errors import InputError
+
+DEFINITIONS = {
+    "placed%": "tasks placed / tasks (POLICIES.md, snapshot metrics)",
+    "placed_w%": "demand placed / all demand, demand = sum of a task's requests",
+    "util": "allocated / capacity of the dimension, over all machines",
+    "holes%": "standard slots left in free capacity / slots of the whole capacity",
+    "strand": "free capacity of the dimension on machines with no standard slot left / all free capacity",
+    "compaction": "smallest share of machines (random order) that still packs every task; 1.0 = ceiling",
+    "inflation": "largest multiplier of the workload that still packs 100%",
+    "latency": "event mode: first placement - arrival, over placed tasks (seconds)",
+    "never": "event mode: tasks still pending when the replay ends",
+    "pend_mean": "event mode: time-weighted mean of arrived tasks neither running nor finished",
+    "objective": "CvxCluster: sum of priority weights u_i over placed tasks (1 free, 2 batch, 4 production)",
+}
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+
+SCRIPT = """
+window.jaxschedErrors = [];
+function logError(msg) { window.jaxschedErrors.push(String(msg));
+  document.getElementById('errors').textContent = window.jaxschedErrors.join('\\n'); }
+window.onerror = function (msg, src, line) { logError(msg + ' (line ' + line + ')'); };
+var origError = console.error; console.error = function () { logError(Array.from(arguments).join(' '));
+  origError.apply(console, arguments); };
+function sortTable(th) {
+  var table = th.closest('table'), col = Array.from(th.parentNode.children).indexOf(th);
+  var body = table.tBodies[0], rows = Array.from(body.rows);
+  var dir = th.dataset.dir === 'desc' ? 'asc' : 'desc'; th.dataset.dir = dir;
+  rows.sort(function (a, b) {
+    var x = parseFloat(a.cells[col].dataset.v), y = parseFloat(b.cells[col].dataset.v);
+    if (isNaN(x) || isNaN(y)) { x = a.cells[col].textContent; y = b.cells[col].textContent;
+      return dir === 'asc' ? x.localeCompare(y) : y.localeCompare(x); }
+    return dir === 'asc' ? x - y : y - x; });
+  rows.forEach(function (r) { body.appendChild(r); });
+}
+document.querySelectorAll('th.sortable').forEach(function (th) {
+  th.addEventListener('click', function () { sortTable(th); }); });
+if (location.hash === '#selftest') {  // the browser test: sort every table by its second column, check
+  var ok = true;
+  document.querySelectorAll('table').forEach(function (t) {
+    var th = t.tHead.rows[0].cells[1]; if (!th) return; sortTable(th);
+    var v = Array.from(t.tBodies[0].rows).map(function (r) { return parseFloat(r.cells[1].dataset.v); })
+      .filter(function (x) { return !isNaN(x); });
+    for (var i = 1; i < v.length; i++) if (v[i] > v[i - 1]) ok = false; });
+  document.body.dataset.sorted = ok ? 'ok' : 'wrong';
+}
+document.body.dataset.ready = '1';
+"""
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th.sortable { cursor: pointer; background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
+dl { font-size: 0.85em; color: #444; } dt { font-weight: bold; float: left; width: 9em; } dd { margin-left: 10em; }
+section { border-top: 2px solid #ddd; margin-top: 1.5em; } svg { margin: 0.5em 1em 0.5em 0; }
+#errors { color: #b00; }
+"""
+
+
+def _esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _num(v, scale=1.0, digits=2) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v * scale:,.{digits}f}"
+
+
+def table(head: list[str], rows: list[list[tuple[str, float | None]]]) -> str:
+    """A sortable table: rows of (text, sort value) cells; the first column is the name."""
+    out = ["<table><thead><tr>" + "".join(f'<th class="sortable">{_esc(h)}</th>' for h in head) + "</tr></thead><tbody>"]
+    for row in rows:
+        cells = "".join(f'<td data-v="{"" if v is None else v}">{_esc(t)}</td>' for t, v in row)
+        out.append(f"<tr>{cells}</tr>")
+    return "\n".join(out) + "</tbody></table>"
+
+
+def line_chart(series: dict[str, tuple[list[float], list[float]]], title: str, xlabel: str, ylabel: str,
+               logx: bool = False, width: int = 560, height: int = 300) -> str:
+    """An SVG line chart of named (x, y) series with axes, ticks and a legend."""
+    pts = [(x, y) for xs, ys in series.values() for x, y in zip(xs, ys)
+           if math.isfinite(x) and math.isfinite(y) and (x > 0 or not logx)]
+    if not pts:
+        return f"<p>{_esc(title)}: no data</p>"
+    tx = (lambda x: math.log10(x)) if logx else (lambda x: x)
+    x0, x1 = min(tx(p[0]) for p in pts), max(tx(p[0]) for p in pts)
+    y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
+    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
+    L, R, T, B = 60, 150, 25, 40
+    sx = lambda x: L + (tx(x) - x0) / (x1 - x0) * (width - L - R)
+    sy = lambda y: height - B - (y - y0) / (y1 - y0) * (height - T - B)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
+           f'<text x="{L}" y="15" font-size="13">{_esc(title)}</text>',
+           f'<line x1="{L}" y1="{height - B}" x2="{width - R}" y2="{height - B}" stroke="#444"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{height - B}" stroke="#444"/>']
+    for k in range(5):
+        yv = y0 + (y1 - y0) * k / 4
+        out.append(f'<text x="{L - 5}" y="{sy(yv) + 4:.1f}" font-size="10" text-anchor="end">{yv:.3g}</text>')
+        xv = x0 + (x1 - x0) * k / 4
+        label = f"{10 ** xv:.3g}" if logx else f"{xv:.3g}"
+        px = L + (xv - x0) / (x1 - x0) * (width - L - R)
+        out.append(f'<text x="{px:.1f}" y="{height - B + 14}" font-size="10" text-anchor="middle">{label}</text>')
+    out.append(f'<text x="{(L + width - R) / 2}" y="{height - 5}" font-size="11" text-anchor="middle">'
+               f'{_esc(xlabel)}</text>')
+    out.append(f'<text x="12" y="{(T + height - B) / 2}" font-size="11" text-anchor="middle" '
+               f'transform="rotate(-90 12 {(T + height - B) / 2})">{_esc(ylabel)}</text>')
+    for n, (name, (xs, ys)) in enumerate(series.items()):
+        color = PALETTE[n % len(PALETTE)]
+        p = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys)
+                     if math.isfinite(x) and math.isfinite(y) and (x > 0 or not logx))
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{p}"/>')
+        out.append(f'<text x="{width - R + 8}" y="{T + 14 * n + 10}" font-size="11" fill="{color}">{_esc(name)}</text>')
+    return "\n".join(out) + "</svg>"
+
+
+def bar_chart(values: dict[str, float], title: str, width: int = 560) -> str:
+    """A horizontal SVG bar chart of named values."""
+    vals = {k: v for k, v in values.items() if v is not None and math.isfinite(v)}
+    if not vals:
+        return ""
+    top = max(max(vals.values()), 1e-12)
+    h = 22 * len(vals) + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" role="img">',
+           f'<text x="0" y="15" font-size="13">{_esc(title)}</text>']
+    for n, (name, v) in enumerate(vals.items()):
+        y = 25 + 22 * n
+        w = (width - 260) * v / top
+        out.append(f'<text x="150" y="{y + 13}" font-size="11" text-anchor="end">{_esc(name)}</text>')
+        out.append(f'<rect x="155" y="{y}" width="{w:.1f}" height="16" fill="{PALETTE[n % len(PALETTE)]}"/>')
+        out.append(f'<text x="{160 + w:.1f}" y="{y + 13}" font-size="11">{v:.3f}</text>')
+    return "\n".join(out) + "</svg>"
+
+
+def _definitions(keys) -> str:
+    items = [(k, DEFINITIONS[k]) for k in keys if k in DEFINITIONS]
+    return "<dl>" + "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in items) + "</dl>"
+
+
+def _snapshot(doc, name) -> str:
+    pol = doc["policies"]
+    first = next(iter(pol.values()))
+    keys = [k for k in first if isinstance(first[k], dict)]
+    head = ["policy"] + keys
+    rows = []
+    for p, m in pol.items():
+        row = [(p, None)]
+        for k in keys:
+            v = m.get(k, {})
+            row.append((f"{_num(v['mean'], 1, 4)} ± {_num(v['std'], 1, 4)}", v["mean"]) if "mean" in v else ("-", None))
+        rows.append(row)
+    out = [f"<h2>Snapshot: {_esc(name)}</h2>", f"<p>{_esc(_workload_line(doc))}</p>", table(head, rows)]
+    for key in ("compaction", "inflation"):
+        vals = {p: m[key]["mean"] for p, m in pol.items() if "mean" in m.get(key, {})}
+        out.append(bar_chart(vals, f"{key} (mean over trials)"))
+    out.append(_definitions(["placed%", "placed_w%", "util", "holes%", "strand", "compaction", "inflation"]))
+    return "\n".join(out)
+
+
+def _workload_line(doc) -> str:
+    w = doc.get("workload", {})
+    return ", ".join(f"{k} {v}" for k, v in w.items() if isinstance(v, (int, float, str)) and k != "trace_dir")
+
+
+def _event(doc, name, csvs) -> str:
+    pol = doc["policies"]
+    keys = list(next(iter(pol.values()))["mean"])
+    rows = [[(p, None)] + [(_num(m["mean"].get(k), 1, 3), m["mean"].get(k)) for k in keys] for p, m in pol.items()]
+    out = [f"<h2>Event replay: {_esc(name)}</h2>", f"<p>{_esc(_workload_line(doc))}</p>", table(["policy"] + keys, rows)]
+    cdf = {}
+    for p, m in pol.items():
+        q = m["trials"][0].get("latency_cdf_s", []) if m["trials"] else []
+        if q:
+            cdf[p] = ([max(x, 1e-3) for x in q], [k / 100 for k in range(len(q))])
+    if cdf:
+        out.append(line_chart(cdf, "latency CDF (trial 0; 0 s drawn at 1 ms)", "latency (s, log)",
+                              "fraction of placed tasks", logx=True))
+    for p in pol:
+        series = csvs.get(p)
+        if series:
+            out.append(line_chart(series, f"utilization over time: {p}", "time (s)", "utilization"))
+    out.append(_definitions(["util", "latency", "never", "pend_mean"]))
+    return "\n".join(out)
+
+
+def _evolve(doc, name) -> str:
+    hist = doc["history"]
+    g = [h["index"] for h in hist]
+    series = {k: (g, [h[k] for h in hist]) for k in ("best", "median", "heldout", "relaxed", "hard")
+              if isinstance(hist[0].get(k), (int, float))}
+    rows = [[(k, None), (_num(doc[k].get("train"), 100, 3), doc[k].get("train")),
+             (_num(doc[k].get("heldout"), 100, 3), doc[k].get("heldout"))]
+            for k in ("champion", "alpha_evolve") if isinstance(doc.get(k), dict)]
+    out = [f"<h2>Tuning ({_esc(doc['experiment'])}): {_esc(name)}</h2>",
+           line_chart(series, "objective per generation / step", "generation or step", "demand-weighted placed fraction")]
+    if rows:
+        out.append(table(["genome", "train %", "held-out %"], rows))
+    return "\n".join(out)
+
+
+def _cvx(doc, name) -> str:
+    out = [f"<h2>CvxCluster: {_esc(name)}</h2>", f"<p>{_esc(_workload_line(doc))}</p>"]
+    c = doc.get("cvxcluster")
+    if c:
+        rows = [[(f"trial {t}", t), (_num(o, 1, 1), o), (str(n), n), (_num(o / c["dual"], 100, 2), o / c["dual"])]
+                for t, (o, n) in enumerate(zip(c["objective"], c["placed"]))]
+        out.append(table(["allocation", "objective", "placed", "% of dual bound"], rows))
+    if doc.get("exact"):
+        x = doc["exact"]
+        out.append(table(["reference", "objective", "seconds"], [
+            [("HiGHS LP", None), (_num(x["lp_objective"], 1, 2), x["lp_objective"]), (_num(x["lp_seconds"]), x["lp_seconds"])],
+            [("HiGHS MIP" + ("" if x["mip_optimal"] else " (time limit)"), None),
+             (_num(x["mip_objective"], 1, 1), x["mip_objective"]), (_num(x["mip_seconds"]), x["mip_seconds"])]]))
+    if doc.get("online"):
+        keys = ["rate_multiplier", "rounds", "placed", "tasks_per_s", "solve_s_mean", "solve_s_max", "queue_max",
+                "latency_s_p99"]
+        out.append(table(keys, [[(_num(r[k], 1, 3), r[k]) for k in keys] for r in doc["online"]]))
+    out.append(_definitions(["objective"]))
+    return "\n".join(out)
+
+
+def _bench(doc, name) -> str:
+    rows = []
+    for b, entry in doc["benchmarks"].items():
+        for fig, value, goal in entry["headlines"]:
+            met = "" if goal is None else ("yes" if value >= goal else "no")
+            rows.append([(b, None), (fig, None), (f"{value:,.3g}", value), ("" if goal is None else f"{goal:g}", goal),
+                         (met, None)])
+    return f"<h2>Benchmarks: {_esc(name)}</h2>" + table(["benchmark", "figure", "value", "goal", "met"], rows)
+
+
+def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    head, data = rows[0], rows[1:]
+    if not head or head[0] != "time_s":
+        raise InputError(f"{path}: not a jaxsched utilization CSV (first column must be time_s)")
+    try:
+        t = [float(r[0]) for r in data]
+        return {h: (t, [float(r[i]) for r in data]) for i, h in enumerate(head) if h.startswith("util_")}
+    except (ValueError, IndexError):
+        raise InputError(f"{path}: a row is not numeric or has too few columns") from None
+
+
+def build_report(paths: list[str]) -> str:
+    """The HTML page for these result files (JSON documents and utilization CSVs)."""
+    if not paths:
+        raise InputError("no result files given")
+    docs, csvs = [], {}
+    for path in paths:
+        if path.endswith(".csv"):
+            policy = os.path.basename(path)[:-4].split("_", 1)[-1]
+            csvs[policy] = _read_csv(path)
+            continue
+        try:
+            with open(path) as f:
+                docs.append((path, json.load(f)))
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (OSError, json.JSONDecodeError) as e:
+            raise InputError(f"{path}: not a JSON file ({e})") from None
+    sections, skipped = [], []
+    for path, doc in docs:
+        name = os.path.basename(path)
+        kind = doc.get("experiment") if isinstance(doc, dict) else None
+        if kind == "snapshot":
+            sections.append(_snapshot(doc, name))
+        elif kind == "event":
+            sections.append(_event(doc, name, csvs))
+        elif kind in ("evolve", "tune") and doc.get("history"):
+            sections.append(_evolve(doc, name))
+        elif kind == "cvx":
+            sections.append(_cvx(doc, name))
+        elif isinstance(doc, dict) and "benchmarks" in doc:
+            sections.append(_bench(doc, name))
+        else:
+            skipped.append(name)
+    note = f"<p>Not rendered (no view for them): {_esc(', '.join(skipped))}</p>" if skipped else ""
+    body = "\n".join(f"<section>{s}</section>" for s in sections)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jaxsched report</title>"
+            f"<style>{STYLE}</style></head><body><h1>jaxsched report</h1>"
+            f"<p>{len(sections)} result(s): {_esc(', '.join(os.path.basename(p) for p in paths))}. Click a column "
+            f"header to sort.</p>{note}<pre id=\"errors\"></pre>\n{body}\n<script>{SCRIPT}</script></body></html>\n")
