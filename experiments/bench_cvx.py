@@ -20,6 +20,8 @@ with machine types, GPU servers and anti-affinity unless noted):
 5. packing quality: the plain synthetic 785-machine snapshot at rho 1.2 (CPU, memory;
    no types or anti-affinity, which the scoring policies do not know): placed and
    priority-weighted objective of CvxCluster, best_fit and alpha_evolve, 3 trials.
+6. online at scale: 128 copies of part 4's cluster and of its first hour of arrivals
+   (100,480 servers), multipliers --large-multipliers, --large-rounds rounds each.
 
     python experiments/bench_cvx.py [--repeats 3] [--mip-time-limit 60] [--quick] [--out FILE]
 """
@@ -81,7 +83,7 @@ def vs_mip(args):
 
 
 def vs_lp(args):
-    p, _ = synthetic_problem(785, 1.2, 1)
+    p, _ = synthetic_problem(200 if args.quick else 785, 1.2, 1)
     shapes = aggregate(p)
     solve_prices(p, shapes).dual.block_until_ready()  # compile
     pr, t_jax = median_time(lambda: solve_prices(p, shapes)._replace(dual=solve_prices(p, shapes).dual), 1)
@@ -131,6 +133,25 @@ def online(args):
     return rows
 
 
+def online_large(args):
+    base, w = synthetic_problem(785, 0.9, 1, event=True)
+    first_hour = np.flatnonzero(np.asarray(w.arrival) < 3600.0)
+    copies = 8 if args.quick else 128
+    p = replicate(base.tasks(first_hour), copies)
+    arrival = np.tile(np.asarray(w.arrival)[first_hour], copies)
+    duration = np.tile(np.asarray(w.duration)[first_hour], copies)
+    rows = []
+    for m in args.large_multipliers:
+        r = run_online(p, arrival, duration, rate_multiplier=m, round_s=1.0, max_rounds=args.large_rounds)
+        s = dict(r.summary(), servers=p.num_servers)
+        rows.append(s)
+        print(f"  {p.num_servers:,} servers, x{m:g}: {s['rounds']} rounds, placed {s['placed']:,}, "
+              f"{s['tasks_per_s']:,.0f} tasks/s, solve {1e3 * s['solve_s_mean']:.0f} ms mean / "
+              f"{1e3 * s['solve_s_max']:.0f} ms max per round ({s['compile_rounds']} compiling rounds left out), "
+              f"queue {s['queue_mean']:,.0f} mean / {s['queue_max']:,} max", flush=True)
+    return rows
+
+
 def quality(args):
     cluster, workload = synthetic_instance(785, 1.2, 1)
     res = run_snapshot(cluster, workload, ("best_fit", "alpha_evolve", "cvxcluster"), 3, 1)
@@ -154,13 +175,17 @@ def main() -> None:
     ap.add_argument("--mip-time-limit", type=float, default=60.0)
     ap.add_argument("--multipliers", type=lambda v: [float(x) for x in v.split(",")], default=[100, 1000, 10000])
     ap.add_argument("--max-rounds", type=int, default=60)
-    ap.add_argument("--parts", default="1,2,3,4,5", help="which parts to run (see the docstring)")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, to check the script runs")
+    ap.add_argument("--large-multipliers", type=lambda v: [float(x) for x in v.split(",")], default=[10, 100])
+    ap.add_argument("--large-rounds", type=int, default=20)
+    ap.add_argument("--parts", default="1,2,3,4,5,6", help="which parts to run (see the docstring)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (200 servers for the LP, 8 copies), to check "
+                    "the script runs")
     ap.add_argument("--out", default="results/bench_cvx.json")
     args = ap.parse_args()
     if args.quick:
         args.repeats, args.mip_instances, args.mip_time_limit, args.max_rounds = 1, 1, 5.0, 10
         args.multipliers = [1000]
+        args.large_multipliers, args.large_rounds = [100], 5
     hw = hardware()
     print(f"bench_cvx: {hw['cpu']}, {hw['cores']} cores, JAX {hw['jax']} on {hw['devices']} {hw['backend']} "
           f"device(s)", flush=True)
@@ -181,6 +206,9 @@ def main() -> None:
     if "5" in parts:
         print("5. packing quality on the plain 785-machine snapshot, rho 1.2, 3 trials:")
         doc["quality"] = quality(args)
+    if "6" in parts:
+        print("6. online rounds at scale (128 copies of part 4's cluster and first hour of arrivals):")
+        doc["online_large"] = online_large(args)
     if all(k in doc for k in ("vs_mip", "vs_lp", "scale")):
         mips = doc["vs_mip"]
         print(f"summary: CvxCluster within {max(r['gap_to_bound_pct'] for r in mips):.2f}% of the best proven bound "

@@ -7,7 +7,7 @@ results/bench.md a short markdown table (the README embeds it between the
 `<!-- bench:begin -->` and `<!-- bench:end -->` markers; --readme updates them). The
 same command runs unchanged on a GPU machine.
 
-    python experiments/run_all.py [--quick] [--only cvx,sharding] [--timeout 3600] [--readme]
+    python experiments/run_all.py [--quick] [--only cvx,sharding] [--timeout 3600] [--readme] [--collect]
 """
 
 from __future__ import annotations
@@ -29,8 +29,13 @@ sys.path.insert(0, HERE)
 
 
 def _snapshot(d):
-    return [(f"{r['picker']}, batch {r['batch']}: vs single-thread numba", r["ratio_vs_numba"],
-             2.0 if r["picker"] == "full scan" and r["batch"] >= 32 else None) for r in d["results"]]
+    out = []
+    for r in d["results"]:
+        out.append((f"{r['picker']}, batch {r['batch']}: vs single-thread numba", r["ratio_vs_numba"],
+                    2.0 if r["picker"] == "full scan" and r["batch"] >= 32 else None))
+        if r["picker"] != "full scan" and r["batch"] >= 256:
+            out.append((f"{r['picker']}, batch {r['batch']}: placements/s", r["placements_per_s"], 2e6))
+    return out
 
 
 def _trace(d):
@@ -55,7 +60,7 @@ def _cvx(d):
     speed = sorted(r["speed_ratio"] for r in d["vs_mip"])[len(d["vs_mip"]) // 2]
     return [("CvxCluster vs HiGHS MIP time (median; MIP at its time limit)", speed, 100.0),
             ("worst gap to the proven bound, % (goal: at most 3)", max(gaps), None),
-            ("price stage vs HiGHS LP, 785 servers", d["vs_lp"]["speed_ratio"], None),
+            (f"price stage vs HiGHS LP, {d['vs_lp']['servers']:,} servers", d["vs_lp"]["speed_ratio"], None),
             (f"stage 2 tasks/s at {d['scale']['servers']:,} servers", d["scale"]["place_tasks_per_s"], None)]
 
 
@@ -81,17 +86,21 @@ def _versions() -> dict:
 
 def markdown(doc: dict) -> str:
     """The summary table: benchmark, figure, ratio, goal, met."""
-    lines = ["| benchmark | figure | value | goal | met |", "|---|---|---|---|---|"]
+    lines = ["| benchmark | figure | value | goal | met | measured on |", "|---|---|---|---|---|---|"]
     for name, b in doc["benchmarks"].items():
         if b["rc"] != 0:
-            lines.append(f"| {name} | did not finish (exit {b['rc']}, see {b['log']}) | | | |")
+            why = (f"no results ({b['json']} missing)" if b.get("collected") else
+                   f"did not finish (exit {b['rc']}, see {b['log']})")
+            lines.append(f"| {name} | {why} | | | | |")
             continue
         for fig, value, goal in b["headlines"]:
             met = "" if goal is None else ("yes" if value >= goal else "**no**")
-            lines.append(f"| {name} | {fig} | {value:,.3g} | {'' if goal is None else f'{goal:g}'} | {met} |")
+            lines.append(f"| {name} | {fig} | {value:,.3g} | {'' if goal is None else f'{goal:g}'} | {met} | "
+                         f"{b.get('measured_on', '')} |")
     hw = doc["hardware"]
-    lines.append(f"\n{hw['cpu']}, {hw['cores']} cores, {hw.get('backend')} x {hw.get('devices')}; "
-                 f"jax {doc['versions']['jax']}; {doc['date']}{' (--quick sizes)' if doc['quick'] else ''}")
+    lines.append(f"\nrun_all on {hw['cpu']}, {hw['cores']} cores, {hw.get('backend')} x {hw.get('devices')}; "
+                 f"jax {doc['versions']['jax']}; {doc['date']}{' (--quick sizes)' if doc['quick'] else ''}"
+                 f"{'; collected from each benchmark JSON of its own run' if doc.get('collect') else ''}")
     return "\n".join(lines) + "\n"
 
 
@@ -102,6 +111,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark")
     ap.add_argument("--results", default=os.path.join(ROOT, "results"))
     ap.add_argument("--readme", action="store_true", help="embed the table in README.md")
+    ap.add_argument("--collect", action="store_true", help="run nothing: collect the JSONs the benchmarks "
+                    "already wrote under --results (each entry says so, with its file's date)")
     args = ap.parse_args()
     from benchlib import hardware
 
@@ -114,29 +125,41 @@ def main() -> None:
             raise SystemExit(f"run_all: unknown benchmark {unknown[0]!r} (have: {', '.join(names)})")
         scripts = [s for s, n in zip(scripts, names) if n in wanted]
     os.makedirs(args.results, exist_ok=True)
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "quick": args.quick, "collect": args.collect,
            "hardware": hardware(), "versions": _versions(), "benchmarks": {}}
     for script in scripts:
         name = os.path.basename(script)[6:-3]
         out = os.path.join(args.results, f"bench_{name}{'_quick' if args.quick else ''}.json")
         log = out[:-5] + ".txt"
         cmd = [sys.executable, script, "--out", out]
-        helptext = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True).stdout
+        helptext = "" if args.collect else subprocess.run([sys.executable, script, "--help"], capture_output=True,
+                                                           text=True).stdout
         if args.quick and "--quick" in helptext:
             cmd.append("--quick")
-        print(f"run_all: {name} ...", flush=True)
         t = time.perf_counter()
-        try:
-            with open(log, "w") as f:
-                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=args.timeout, cwd=ROOT).returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
+        if args.collect:
+            rc = 0 if os.path.exists(out) else 2
+        else:
+            print(f"run_all: {name} ...", flush=True)
+            try:
+                with open(log, "w") as f:
+                    rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=args.timeout,
+                                        cwd=ROOT).returncode
+            except subprocess.TimeoutExpired:
+                rc = 124
         wall = time.perf_counter() - t
         entry = {"rc": rc, "wall_s": wall, "json": os.path.relpath(out, ROOT), "log": os.path.relpath(log, ROOT),
                  "headlines": []}
-        if rc == 0 and name in HEADLINES:
+        if args.collect:
+            entry["collected"] = (datetime.datetime.fromtimestamp(os.path.getmtime(out), datetime.timezone.utc)
+                                  .isoformat(timespec="seconds") if rc == 0 else "no such file")
+        if rc == 0:
             with open(out) as f:
-                entry["headlines"] = [list(h) for h in HEADLINES[name](json.load(f))]
+                result = json.load(f)
+            hw = result.get("hardware", {})
+            entry["measured_on"] = f"{hw.get('cpu', '?')}, {hw.get('backend', 'cpu')}"
+            if name in HEADLINES:
+                entry["headlines"] = [list(h) for h in HEADLINES[name](result)]
         doc["benchmarks"][name] = entry
         print(f"run_all: {name}: exit {rc}, {wall:.0f} s" + "".join(
             f"\n    {fig}: {value:,.3g}" + ("" if goal is None else f" (goal {goal:g})")

@@ -21,7 +21,8 @@ from .snapshot import SnapshotResult, run_snapshot
 from .synthetic import synthetic_cluster, synthetic_event_workload, synthetic_instance, synthetic_workload
 from .traces import Trace, load_alibaba_gpu, load_google2011, load_trace
 from .types import Cluster, PackState, Workload
-from . import errors
+from .report import build_report
+from . import cvx, errors
 from .errors import InputError
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "apply_filters", "busiest_instant", "cluster_metrics", "get_policy", "load_alibaba_gpu", "load_google2011",
     "load_trace", "pack", "policy_names", "run_snapshot", "score", "snapshot_metrics", "snapshot_tasks",
     "synthetic_cluster", "synthetic_event_workload", "synthetic_instance", "synthetic_workload", "trial_keys", "trial_orders",
+    "build_report", "cvx",
 ]

@@ -824,10 +824,8 @@ def _cvx_problem(s: dict[str, Any], quiet: bool):
     if s["replicate"] > 1:
         problem = replicate(problem, s["replicate"])
         if workload is not None:
-            import dataclasses as _dc
-
             tile = lambda a: None if a is None else np.concatenate([np.asarray(a)] * s["replicate"])
-            workload = _dc.replace(workload, demand=tile(workload.demand), priority=tile(workload.priority),
+            workload = dataclasses.replace(workload, demand=tile(workload.demand), priority=tile(workload.priority),
                                    arrival=tile(workload.arrival), duration=tile(workload.duration),
                                    sched_class=tile(workload.sched_class),
                                    different_machines=tile(workload.different_machines), job=tile(workload.job))

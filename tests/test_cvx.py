@@ -1,13 +1,14 @@
 """CvxCluster: prices against HiGHS, the greedy against its numpy reference and the optimum, constraints."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxsched import rng
+from jaxsched import cli, rng
 from jaxsched.cvx import exact
 from jaxsched.cvx.allocate import EXPERIMENT, allocate
 from jaxsched.cvx.greedy import draw_words, place
@@ -181,9 +182,6 @@ def test_bad_problems_are_refused():
 
 
 # ---- command line ----
-
-from jaxsched import cli  # noqa: E402
-import json  # noqa: E402
 
 TRACE = "../shared/data/google2011"
 

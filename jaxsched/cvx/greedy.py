@@ -69,8 +69,19 @@ def _ranks(sorted_keys: np.ndarray) -> np.ndarray:
     return np.arange(len(sorted_keys)) - np.searchsorted(sorted_keys, sorted_keys, side="left")
 
 
-def greedy_inputs(problem: CvxProblem, shapes: Shapes) -> tuple[GreedyInputs, int]:
-    """The stage-2 arrays of `problem` and the (static) width of a group's slot window."""
+def group_sizes(problem: CvxProblem) -> np.ndarray:
+    """Members of each anti-affinity group: running ones plus this problem's tasks, i64[G]."""
+    G = problem.num_groups
+    return np.bincount(problem.held_group, minlength=G) + np.bincount(problem.group[problem.group >= 0], minlength=G)
+
+
+def greedy_inputs(problem: CvxProblem, shapes: Shapes, min_window: int = 1,
+                  min_slots: int = 0) -> tuple[GreedyInputs, int]:
+    """The stage-2 arrays of `problem` and the (static) width of a group's slot window.
+
+    min_window, min_slots: floors on the window and the slot array, so that rounds of an
+    online run, whose group membership changes, keep one compiled shape.
+    """
     m = shapes.members
     free = problem.free[m].T
     G, N = problem.num_groups, problem.num_tasks
@@ -86,12 +97,11 @@ def greedy_inputs(problem: CvxProblem, shapes: Shapes) -> tuple[GreedyInputs, in
     pos_of[m] = np.arange(len(m), dtype=np.int32)
     hg, hs, tg = problem.held_group, problem.held_server, problem.group
     held_n = np.bincount(hg, minlength=G)
-    size = held_n + np.bincount(tg[tg >= 0], minlength=G)
+    size = group_sizes(problem)
     gstart = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
     S = int(size.sum())
-    window = _pow2(max(int(size.max(initial=0)), 1))
-    # Padded to a power of two, so that rounds of an online run reuse one compiled program.
-    slots = np.full(_pow2(S + window + 1), -1, np.int32)
+    window = max(_pow2(max(int(size.max(initial=0)), 1)), min_window)
+    slots = np.full(max(_pow2(S + window + 1), min_slots), -1, np.int32)
     oh = np.argsort(hg, kind="stable")
     slots[gstart[hg[oh]] + _ranks(hg[oh])] = pos_of[hs[oh]]
     grouped = np.flatnonzero(tg >= 0)
@@ -228,9 +238,10 @@ def draw_words(key: jax.Array) -> jax.Array:
                             rng.hash_words(key[None], rng.STREAM_CVX_SCAN)], axis=0)
 
 
-def place(problem: CvxProblem, shapes: Shapes, pinp: PriceInputs, lam, mu, key) -> tuple[np.ndarray, np.ndarray]:
+def place(problem: CvxProblem, shapes: Shapes, pinp: PriceInputs, lam, mu, key, min_window: int = 1,
+          min_slots: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Stage 2 placement of every task: (server of each task i32[N] or -1, processing order i32[N])."""
-    ginp, window = greedy_inputs(problem, shapes)
+    ginp, window = greedy_inputs(problem, shapes, min_window, min_slots)
     words = draw_words(key)
     placement, order = _place(jnp.asarray(lam, jnp.float32), jnp.asarray(mu, jnp.float32), pinp, ginp, words,
                               window)

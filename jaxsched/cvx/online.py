@@ -7,7 +7,8 @@ and (with a queue) nothing ended: tasks that ended release their resources, the 
 since the last round join the FIFO queue, and CvxCluster allocates the whole queue on
 the free capacity (prices warm-started from the previous round); what it cannot place
 stays queued. Each round's wall time (stage 1 + stage 2) is measured. Round inputs are
-padded to a power of two of tasks (at least 64) so that the compiled stages are reused.
+padded to a power of two of tasks (at least 64) so that the compiled stages are reused;
+rounds that still compiled something are flagged and left out of the timings.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import numpy as np
 from ..errors import InputError
 from .. import rng
 from .allocate import EXPERIMENT
-from .greedy import place
-from .prices import PriceConfig, price_inputs, solve_prices
+from .greedy import _place, _pow2, group_sizes, place
+from .prices import PriceConfig, _descend, price_inputs, solve_prices
 from .problem import CvxProblem, aggregate
 
 MIN_BUCKET = 64
@@ -40,7 +41,7 @@ class OnlineResult:
     queue: np.ndarray  # i32[rounds], queue length at the start of each round (after arrivals)
     placed: np.ndarray  # i32[rounds], tasks placed in each round
     seconds: np.ndarray  # f64[rounds], wall time of each round's allocation
-    compiled: np.ndarray  # bool[rounds], the round's padded size was new (its time includes compilation)
+    compiled: np.ndarray  # bool[rounds], the round compiled a stage (its time includes compilation)
     time_s: np.ndarray  # f64[rounds], simulated time of each round
     start: np.ndarray  # f64[N], simulated start of each task, nan if never placed
     arrival: np.ndarray  # f64[N], compressed arrival
@@ -49,7 +50,7 @@ class OnlineResult:
     def summary(self) -> dict:
         """Totals for reports: tasks/s over the allocation wall time, solve times, latency, queue.
 
-        Rounds whose padded size was new include compilation; tasks/s and solve times leave them out.
+        Rounds that compiled a stage (a new padded size) are left out of tasks/s and solve times.
         """
         steady = ~self.compiled
         placed = int(self.placed[steady].sum())
@@ -68,6 +69,11 @@ class OnlineResult:
             "queue_max": int(self.queue.max()) if self.rounds else 0,
             "latency_s_p50": pct(50), "latency_s_p99": pct(99), "stop_reason": self.stop_reason,
         }
+
+
+def _compiled_programs() -> int:
+    """How many programs the two stages have compiled so far (a round that adds one compiled)."""
+    return _descend._cache_size() + _place._cache_size()
 
 
 def _bucket(n: int) -> int:
@@ -100,6 +106,11 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
         raise InputError(f"arrival and duration need {N} entries")
     order = np.argsort(arrival, kind="stable")
     shapes = aggregate(problem)
+    # Every round's group members are among the whole problem's: size stage 2's group slots for
+    # all of them once, so that only the task count changes the compiled shapes.
+    sizes = group_sizes(problem)
+    window = _pow2(max(int(sizes.max(initial=0)), 1))
+    min_slots = _pow2(int(sizes.sum()) + window + 1)
     key = rng.trial_keys(seed, EXPERIMENT + "/online", 1)[0]
     free = problem.free.astype(np.float32).copy()
     held = {}  # running grouped task -> (group, server), kept as the problem's held pairs
@@ -111,7 +122,6 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
     nxt = 0
     t = float(arrival[order[0]]) if N else 0.0
     rec_q, rec_p, rec_s, rec_t, rec_c = [], [], [], [], []
-    sizes = set()
     warm = None
     reason = "all tasks placed"
     while True:
@@ -126,18 +136,18 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
         queue = np.concatenate([queue, order[nxt:hi]])
         nxt = hi
         if queue.size:
-            size = _bucket(len(queue))
-            rec_c.append(size not in sizes)
-            sizes.add(size)
             pairs = np.asarray(list(held.values()), np.int32).reshape(-1, 2)
             now = dataclasses.replace(problem, free=free, held_group=pairs[:, 0], held_server=pairs[:, 1])
-            sub = _padded(now, queue, size)
+            sub = _padded(now, queue, _bucket(len(queue)))
+            compiles = _compiled_programs()
             t0 = time.perf_counter()
             prices = solve_prices(sub, shapes, cfg, warm)
             warm = prices.theta
             rkey = jax.random.fold_in(key, len(rec_q))
-            placement, _ = place(sub, shapes, price_inputs(sub, shapes), prices.lam, prices.mu, rkey)
+            placement, _ = place(sub, shapes, price_inputs(sub, shapes), prices.lam, prices.mu, rkey, window,
+                                 min_slots)
             seconds = time.perf_counter() - t0
+            rec_c.append(_compiled_programs() > compiles)
             placement = placement[:len(queue)]
             ok = placement >= 0
             placed = queue[ok]
