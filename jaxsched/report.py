@@ -248,9 +248,14 @@ def _bench(doc, name) -> str:
 
 
 def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    head, data = rows[0], rows[1:]
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: cannot read it as CSV ({e})") from None
+    head, data = (rows[0], rows[1:]) if rows else ([], [])
     if not head or head[0] != "time_s":
         raise InputError(f"{path}: not a jaxsched utilization CSV (first column must be time_s)")
     try:

@@ -81,9 +81,12 @@ def test_report_loads_in_headless_chromium(results, tmp_path, capsys):
         shutil.copy(shot, os.path.join(keep, "report.png"))
 
 
-@pytest.mark.parametrize("content, message", [("not json", "not a JSON file"), (None, "no such file")])
-def test_report_refuses_bad_files(tmp_path, capsys, content, message):
-    path = tmp_path / "x.json"
+@pytest.mark.parametrize("name, content, message", [
+    ("x.json", "not json", "not a JSON file"), ("x.json", None, "no such file"), ("util_a.csv", None, "no such file"),
+    ("util_b.csv", "a,b\n1,2\n", "not a jaxsched utilization CSV"),
+    ("util_c.csv", "time_s,util_cpu\n0,x\n", "not numeric")])
+def test_report_refuses_bad_files(tmp_path, capsys, name, content, message):
+    path = tmp_path / name
     if content is not None:
         path.write_text(content)
     code, _, err = run(["report", str(path), "-o", str(tmp_path / "r.html")], capsys)
