@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jaxsched.cvx import (aggregate, allocate, band_weights, check_placement, from_snapshot, objective,  # noqa: E402
+from jaxsched.cvx import (aggregate, allocate, band_weights, check_placement,  # noqa: E402
                           replicate, run_online, solve_lp, solve_mip, solve_prices, synthetic_problem)
 from jaxsched.output import write_json_atomic  # noqa: E402
 from jaxsched.snapshot import run_snapshot  # noqa: E402
@@ -168,6 +168,17 @@ def quality(args):
     return out
 
 
+PARTS = (
+    ("1", "vs_mip", vs_mip, "CvxCluster vs HiGHS MIP (about 1,000 tasks x 50 servers)"),
+    ("2", "vs_lp", vs_lp, "price stage vs HiGHS LP (aggregated LP, 785 servers)"),
+    ("3", "scale", scale, "scale (785-server instance x copies)"),
+    ("4", "online", online, "online rounds (785 servers, offered load 0.9, 1 s rounds)"),
+    ("5", "quality", quality, "packing quality on the plain 785-machine snapshot, rho 1.2, 3 trials"),
+    ("6", "online_large", online_large,
+     "online rounds at scale (128 copies of part 4's cluster and first hour of arrivals)"),
+)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -191,24 +202,10 @@ def main() -> None:
           f"device(s)", flush=True)
     doc = {"benchmark": "cvx", "hardware": hw, "settings": vars(args)}
     parts = args.parts.split(",")
-    if "1" in parts:
-        print("1. CvxCluster vs HiGHS MIP (about 1,000 tasks x 50 servers):")
-        doc["vs_mip"] = vs_mip(args)
-    if "2" in parts:
-        print("2. price stage vs HiGHS LP (aggregated LP, 785 servers):")
-        doc["vs_lp"] = vs_lp(args)
-    if "3" in parts:
-        print("3. scale (785-server instance x copies):")
-        doc["scale"] = scale(args)
-    if "4" in parts:
-        print("4. online rounds (785 servers, offered load 0.9, 1 s rounds):")
-        doc["online"] = online(args)
-    if "5" in parts:
-        print("5. packing quality on the plain 785-machine snapshot, rho 1.2, 3 trials:")
-        doc["quality"] = quality(args)
-    if "6" in parts:
-        print("6. online rounds at scale (128 copies of part 4's cluster and first hour of arrivals):")
-        doc["online_large"] = online_large(args)
+    for number, key, run, title in PARTS:
+        if number in parts:
+            print(f"{number}. {title}:")
+            doc[key] = run(args)
     if all(k in doc for k in ("vs_mip", "vs_lp", "scale")):
         mips = doc["vs_mip"]
         print(f"summary: CvxCluster within {max(r['gap_to_bound_pct'] for r in mips):.2f}% of the best proven bound "

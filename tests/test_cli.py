@@ -9,18 +9,11 @@ import sys
 import pytest
 
 from jaxsched import cli
+from cli_runner import run as run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["snapshot", "--machines", "120", "--rho", "0.95", "--trials", "2", "--quiet"]
 
-
-def run_main(args, capsys):
-    try:
-        code = cli.main(args)
-    except SystemExit as e:  # argparse's own errors
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_snapshot_writes_json_and_table(tmp_path, capsys):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxsched import cli, rng
+from jaxsched import rng
 from jaxsched.cvx import exact
 from jaxsched.cvx.allocate import EXPERIMENT, allocate
 from jaxsched.cvx.greedy import draw_words, place
@@ -19,6 +19,7 @@ from jaxsched.cvx.problem import aggregate, check_placement, make_problem, objec
 from jaxsched.errors import InputError
 
 import reference_cvx
+from cli_runner import run
 
 CASES = [(30, 1.3, 1), (50, 1.5, 2), (40, 0.9, 3), (60, 2.0, 4)]
 
@@ -185,14 +186,6 @@ def test_bad_problems_are_refused():
 
 TRACE = "../shared/data/google2011"
 
-
-def run(args, capsys):
-    try:
-        code = cli.main(args)
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_cli_cvx_snapshot_with_exact_references(tmp_path, capsys):

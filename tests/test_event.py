@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxsched import cli, event, rng
+from jaxsched import event, rng
 from jaxsched.errors import InputError
 from jaxsched.eventstats import StepFunction, row_stats, utilization_series
 from jaxsched.types import Cluster, Workload
 
 import reference_event
+from cli_runner import run
 
 POLICIES = ("best_fit", "first_fit", "alpha_evolve", "worst_fit", "random", "dot")
 # Scores computed without rounding on grid inputs (sums and products of multiples of 1/64 and
@@ -166,14 +167,6 @@ def test_placed_counts_add_up(seed, sample_k):
         placed = rep.first_start[b] >= 0
         assert len(np.unique(rep.segments[b][:, 0])) == placed.sum() == len(rep.segments[b])
 
-
-def run(args, capsys):
-    try:
-        code = cli.main(args)
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_cli_event_on_the_trace_sample(tmp_path, capsys):

@@ -1,6 +1,5 @@
 """The HTML report: built from real command outputs, self-contained, and loaded in headless Chromium."""
 
-import json
 import os
 import re
 import shutil
@@ -9,18 +8,11 @@ import subprocess
 import pytest
 
 from jaxsched import cli
+from cli_runner import run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVOLVE = os.path.join(ROOT, "results", "evolve_google2011.json")
 
-
-def run(args, capsys):
-    try:
-        code = cli.main(args)
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")

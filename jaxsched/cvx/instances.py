@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from ..synthetic import MACHINE_CLASSES, synthetic_instance
+from ..synthetic import synthetic_instance
 from .problem import ANY_TYPE, NO_GROUP, CvxProblem, band_weights, make_problem
 
 TYPE1_CLASSES = ((0.50, 0.75), (1.00, 1.00))

@@ -77,7 +77,7 @@ def _compiled_programs() -> int:
 
 
 def _bucket(n: int) -> int:
-    return max(MIN_BUCKET, 1 << max(0, n - 1).bit_length())
+    return max(MIN_BUCKET, _pow2(n))
 
 
 def _padded(problem: CvxProblem, queue: np.ndarray, size: int) -> CvxProblem:
