@@ -5,9 +5,11 @@ and the first tasks of its rho=0.75 synthetic workload, best_fit, batch = B shuf
 trials packed together (their shuffles drawn before timing, as the loop's order is
 given). Reports machine-scores/s for the full scan and placements/s
 for sample_k=64 at B = 1, 32, 256, the numba loop's figures measured in the same run,
-their ratios, and compile time separately. Medians of --repeats runs.
+their ratios, and compile time separately. Medians of --repeats runs. JAX splits the
+trials over --cpu-devices (default: one per core, as the CLI does; `--cpu-devices 1`
+measures one device); the numba loop is single-threaded by definition.
 
-    python experiments/bench_snapshot.py [--quick] [--out results/bench_snapshot.json]
+    python experiments/bench_snapshot.py [--quick] [--cpu-devices N] [--out results/bench_snapshot.json]
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from jaxsched.packing import PackConfig, pack  # noqa: E402
 from jaxsched.synthetic import synthetic_instance  # noqa: E402
 from jaxsched.types import Workload  # noqa: E402
 
-from benchlib import hardware  # noqa: E402
+from benchlib import add_cpu_devices_arg, apply_cpu_devices, hardware  # noqa: E402
 
 MACHINES = 12_583
 
@@ -94,7 +96,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batches", default="1,32,256")
     ap.add_argument("--out", default="results/bench_snapshot.json")
+    add_cpu_devices_arg(ap)
     args = ap.parse_args()
+    apply_cpu_devices(args.cpu_devices)
     batches = [int(b) for b in args.batches.split(",")]
     n_full, n_sampled = (128, 1024) if args.quick else (1024, 8192)
     repeats = 1 if args.quick else args.repeats

@@ -23,3 +23,16 @@ def hardware(with_jax: bool = True) -> dict:
         dev = jax.devices()
         out.update(jax=jax.__version__, backend=dev[0].platform, devices=len(dev), device_kind=dev[0].device_kind)
     return out
+
+
+def add_cpu_devices_arg(ap) -> None:
+    """--cpu-devices N|auto (default auto: one CPU device per core, as the CLI does)."""
+    ap.add_argument("--cpu-devices", default="auto", metavar="N|auto",
+                    help="CPU devices the trials are split over (default auto: one per core, as `jaxsched`)")
+
+
+def apply_cpu_devices(value) -> None:
+    """Set the CPU device count before JAX starts (see jaxsched.devices)."""
+    from jaxsched.devices import set_cpu_devices
+
+    set_cpu_devices(value)

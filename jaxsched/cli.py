@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -291,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = _Parser(prog="jaxsched", description="Batched JAX evaluation of cluster-scheduling "
                      "placement policies (POLICIES.md).")
+    parser.add_argument("--cpu-devices", metavar="N|auto", default="auto",
+                        help="on a CPU, split the trials over N devices, one thread each (give it before the "
+                        "command; default auto: one per core, or what XLA_FLAGS' "
+                        "--xla_force_host_platform_device_count says; results are identical for any N)")
     multi = parser.add_argument_group("several hosts (jax.distributed; give these before the command)")
     multi.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0; with --num-processes "
                        "and --process-id, every process runs the same command and the batch is split over the "
@@ -948,6 +953,19 @@ def cmd_policies(args: argparse.Namespace) -> int:
     return 0
 
 
+def _set_cpu_devices(args: argparse.Namespace) -> None:
+    """--cpu-devices, before any JAX backend starts; a jax.distributed run keeps one device
+    per process unless the flag is given."""
+    from .devices import set_cpu_devices
+
+    if args.num_processes and str(args.cpu_devices).lower() == "auto":
+        return
+    try:
+        set_cpu_devices(args.cpu_devices)
+    except InputError as e:
+        raise UsageError(f"--cpu-devices: {e}") from None
+
+
 def _start_distributed(args: argparse.Namespace) -> None:
     """jax.distributed.initialize from --coordinator/--num-processes/--process-id; quiet on processes > 0."""
     if not (args.coordinator and args.num_processes and args.process_id is not None):
@@ -973,12 +991,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if args.coordinator or args.num_processes is not None or args.process_id is not None:
-        try:
+    try:
+        _set_cpu_devices(args)
+        if args.coordinator or args.num_processes is not None or args.process_id is not None:
             _start_distributed(args)
-        except UsageError as e:
-            print(f"jaxsched: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
+    except UsageError as e:
+        print(f"jaxsched: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     handler = {"snapshot": cmd_snapshot, "evolve": cmd_evolve, "tune": cmd_tune, "event": cmd_event,
                "cvx": cmd_cvx, "report": cmd_report, "policies": cmd_policies}[args.command]
     try:

@@ -258,8 +258,8 @@ def safe_inverse(capacity: jax.Array) -> jax.Array:
 def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, slot):
     """Scores of one task on X machines, -inf where infeasible: f32[X].
 
-    demand f32[R]; free, inv_capacity f32[R, X] (dimension-major, from `safe_inverse`);
-    genome f32[8]; noise f32[X]; slot a static tuple.
+    demand f32[R]; free, inv_capacity f32[R, X] (dimension-major, from `safe_inverse`),
+    or tuples of R f32[X] rows; genome f32[8]; noise f32[X]; slot a static tuple.
     """
     d = tuple(demand[x] for x in range(demand.shape[0]))
 
@@ -267,7 +267,7 @@ def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, sl
         t = machine_terms(d, f, ic, n, slot)
         return jnp.where(feasible(d, f, ic), policy.score(t, genome), -jnp.inf)
 
-    rows = lambda a: tuple(a[x] for x in range(a.shape[0]))
+    rows = lambda a: a if isinstance(a, tuple) else tuple(a[x] for x in range(a.shape[0]))
     return jax.vmap(one)(rows(free), rows(inv_capacity), noise)
 
 

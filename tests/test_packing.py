@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxsched
-from jaxsched import policies, rng
+from jaxsched import packing, policies, rng
 from jaxsched.packing import PackConfig, pack
 from jaxsched.types import Cluster, Workload
 
@@ -34,11 +34,14 @@ def draws(keys, N, M, k):
     return samples, noise  # [T, N, K], [T, N, M]
 
 
-@pytest.mark.parametrize("sample_k", [0, 3])
-def test_placements_match_reference(sample_k):
+# (3, 3): an odd R pads the sampled state's last pair; paired=False: the f32 state used off CPU.
+@pytest.mark.parametrize("sample_k,R,paired", [(0, 2, False), (3, 2, True), (3, 3, True), (3, 3, False)])
+def test_placements_match_reference(monkeypatch, sample_k, R, paired):
+    if not paired:
+        monkeypatch.setattr(packing, "uses_pairs", lambda cfg: False)
     checked = {n: 0 for n in NAMES}
     for seed in range(3):
-        cluster, wl = instance(seed)
+        cluster, wl = instance(seed, R=R)
         M, N, T = cluster.num_machines, wl.num_tasks, 2
         keys = rng.trial_keys(seed, "test", T)
         orders = np.asarray(rng.trial_orders(keys, N))

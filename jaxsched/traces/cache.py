@@ -57,7 +57,9 @@ def read_entry(cache_dir: str, name: str) -> tuple[dict[str, pa.Table], dict] | 
         return None
     with open(meta_path) as f:
         meta = json.load(f)
-    tables = {t: pq.read_table(os.path.join(path, f"{t}.parquet")) for t in meta["tables"]}
+    # ParquetFile, not pq.read_table: the latter imports pyarrow.dataset (and pandas, when
+    # installed), which costs more than reading the tables.
+    tables = {t: pq.ParquetFile(os.path.join(path, f"{t}.parquet"), memory_map=True).read() for t in meta["tables"]}
     return tables, meta
 
 
