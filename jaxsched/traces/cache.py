@@ -1,7 +1,8 @@
 """A Parquet cache of parsed traces, keyed by the source files, written atomically.
 
-Tables are stored uncompressed (dictionary-encoded only): about 23 bytes a task, and
-the fastest form both to write and to read back.
+Tables are stored uncompressed, without statistics, dictionary-encoding only the columns
+whose values repeat (Google 2011: about 33 bytes a task): the fastest form both to
+write and to read back.
 
 An entry is a directory of Parquet tables plus `meta.json`. Its name holds a digest
 of every source file's path, size and modification time and of the parser version,
@@ -63,8 +64,13 @@ def read_entry(cache_dir: str, name: str) -> tuple[dict[str, pa.Table], dict] | 
     return tables, meta
 
 
-def write_entry(cache_dir: str, prefix: str, name: str, tables: dict[str, pa.Table], meta: dict) -> None:
-    """Write entry `name` atomically and drop older entries that share `prefix`."""
+def write_entry(cache_dir: str, prefix: str, name: str, tables: dict[str, pa.Table], meta: dict,
+                dictionary: dict[str, Sequence[str]] | None = None) -> None:
+    """Write entry `name` atomically and drop older entries that share `prefix`.
+
+    dictionary: per table, the columns to dictionary-encode (default: all of them);
+    the others are stored plain, which is faster to write and read.
+    """
     try:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=f".tmp-{name}-", dir=cache_dir)
@@ -72,7 +78,9 @@ def write_entry(cache_dir: str, prefix: str, name: str, tables: dict[str, pa.Tab
         raise InputError(f"cache directory {cache_dir}: {e.strerror or e}") from None
     try:
         for t, table in tables.items():
-            pq.write_table(table, os.path.join(tmp, f"{t}.parquet"), compression="none")
+            columns = (dictionary or {}).get(t)
+            pq.write_table(table, os.path.join(tmp, f"{t}.parquet"), compression="none", write_statistics=False,
+                           use_dictionary=True if columns is None else list(columns))
         with open(os.path.join(tmp, "meta.json"), "w") as f:
             json.dump(dict(meta, tables=list(tables)), f, indent=1)
         target = os.path.join(cache_dir, name)

@@ -167,19 +167,29 @@ def _encode_part(t: pa.Table, path: str, part_no: int, prev_time: int) -> tuple[
     return rows, counts
 
 
+# Cached task columns whose values repeat (requests, flags, job IDs); the times and task indices are stored plain.
+DICTIONARY_COLUMNS = ("job", "job_code", "cpu", "mem", "disk", "priority", "sched_class", "different_machines",
+                      "observed_end")
 PREFETCH = 2  # part files read ahead, in a thread, while the current one is encoded
 
 
-def _reduce_tasks(files: list[str], progress) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """All task_events parts, streamed: the per-task reduction and the event counts."""
+def _reduce_tasks(files: list[str], progress, machine_files: list[str]):
+    """All task_events parts, streamed: (the per-task reduction, the event counts, the machine table).
+
+    The reader thread reads the machine events after the last part, while this thread
+    merges the part reductions.
+    """
     merged, pending, pending_rows = [], [], 0
     counts = {"event_rows": 0, "sentinel_rows": 0, "last_time_us": 0}
     with ThreadPoolExecutor(1) as reader:
         ahead = collections.deque(reader.submit(_read_part, f) for f in files[:PREFETCH])
+        machines = reader.submit(_machine_table, machine_files) if len(files) <= PREFETCH else None
         for part_no, path in enumerate(files):
             table = ahead.popleft().result()
             if part_no + PREFETCH < len(files):
                 ahead.append(reader.submit(_read_part, files[part_no + PREFETCH]))
+                if part_no + PREFETCH == len(files) - 1:
+                    machines = reader.submit(_machine_table, machine_files)
             rows, c = _encode_part(table, path, part_no, counts["last_time_us"])
             del table
             part = _reduce(rows)  # a part's own rows first: ~3x fewer, and sorted while in cache
@@ -192,7 +202,8 @@ def _reduce_tasks(files: list[str], progress) -> tuple[dict[str, np.ndarray], di
                 merged, pending, pending_rows = [_reduce(_concat(merged + pending))], [], 0
             if progress is not None:
                 progress(part_no + 1, len(files))
-    return _reduce(_concat(merged + pending)), counts
+        reduced = _reduce(_concat(merged + pending))
+        return reduced, counts, machines.result()
 
 
 def _task_table(r: dict[str, np.ndarray], trace_end_us: int) -> tuple[pa.Table, dict[str, int]]:
@@ -290,12 +301,12 @@ def load_google2011(trace_dir: str, cache_dir: str | None = None, use_cache: boo
         if hit is not None:
             tables, meta = hit
             return _to_trace(tables["tasks"], tables["machines"], meta, "hit")
-    reduced, counts = _reduce_tasks(task_files, progress)
+    reduced, counts, (machines, machine_skips) = _reduce_tasks(task_files, progress, machine_files)
     tasks, skipped = _task_table(reduced, counts["last_time_us"])
-    machines, machine_skips = _machine_table(machine_files)
     meta = {"source": SOURCE, "parser_version": PARSER_VERSION, "counts": counts,
             "skipped": {**skipped, **machine_skips},
             "files": [os.path.relpath(f, trace_dir) for f in task_files + machine_files]}
     if use_cache:
-        trace_cache.write_entry(cache_dir, prefix, key, {"tasks": tasks, "machines": machines}, meta)
+        trace_cache.write_entry(cache_dir, prefix, key, {"tasks": tasks, "machines": machines}, meta,
+                                dictionary={"tasks": DICTIONARY_COLUMNS})
     return _to_trace(tasks, machines, meta, "written" if use_cache else "off")
