@@ -38,7 +38,7 @@ from jaxsched.search import bisect_sequential  # noqa: E402
 from jaxsched.snapshot import EXPERIMENT  # noqa: E402
 from jaxsched.synthetic import synthetic_instance  # noqa: E402
 
-from benchlib import hardware  # noqa: E402
+from benchlib import add_cpu_devices_arg, apply_cpu_devices, hardware  # noqa: E402
 
 GENOME = np.asarray(policies.ALPHA_EVOLVE_GENOME, np.float32)
 
@@ -85,7 +85,9 @@ def main() -> int:
                     help="(policy, trial) pairs the sequential search runs (default: one per policy)")
     ap.add_argument("--quick", action="store_true", help="300 machines, 4 policies, 2 trials (smoke run)")
     ap.add_argument("--out", default="results/bench_compaction.json")
+    add_cpu_devices_arg(ap)
     args = ap.parse_args()
+    apply_cpu_devices(args.cpu_devices)
     names = [n for n, p in policies.REGISTRY.items() if p.deterministic]
     machines, trials = args.machines, args.trials
     if args.quick:

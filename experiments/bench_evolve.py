@@ -32,7 +32,7 @@ from jaxsched.evolve import EvolveConfig, Problem, fitness, initial_population  
 from jaxsched.output import write_json_atomic  # noqa: E402
 from jaxsched.synthetic import synthetic_instance  # noqa: E402
 
-from benchlib import hardware  # noqa: E402
+from benchlib import add_cpu_devices_arg, apply_cpu_devices, hardware  # noqa: E402
 
 
 def timed(fn):
@@ -51,7 +51,9 @@ def main() -> None:
     ap.add_argument("--pickers", default="0,64", help="sample_k values (0 = full scan)")
     ap.add_argument("--quick", action="store_true", help="300 machines, population 16, 1 repeat")
     ap.add_argument("--out", default="results/bench_evolve.json")
+    add_cpu_devices_arg(ap)
     a = ap.parse_args()
+    apply_cpu_devices(a.cpu_devices)
     if a.quick:
         a.machines, a.population, a.sequential, a.repeats = 300, 16, 4, 1
     problem = Problem(*synthetic_instance(a.machines, a.rho, 1))

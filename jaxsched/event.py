@@ -35,6 +35,8 @@ whether any row needs them. The host turns the run segments into the reported fi
 from __future__ import annotations
 
 import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
 import jax
@@ -605,16 +607,7 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
         queue=jnp.full((B, L), -1, jnp.int32),
         ctl=jnp.zeros((B, 11), jnp.int32),
         bound=jnp.zeros((B, R), jnp.float32))
-    steps, live = 0, True
-    while live:
-        state, live = _run_jit(state, st, jnp.int32(STEPS_PER_CALL), cfg=cfg, num_machines=M, num_tasks=N)
-        live = bool(live)
-        steps += STEPS_PER_CALL
-        if progress is not None:
-            counts = np.asarray(state.ctl)
-            running = np.asarray(jnp.sum(state.end < INF, axis=1))
-            done = counts[:, ARRIVED] + counts[:, NSEG] - running  # arrivals + runs ended
-            progress(min(int(done.min()), 2 * N) if live else 2 * N, 2 * N)
+    state, steps = _replay_on_devices(state, st, cfg, M, N, progress)
     counts = np.asarray(state.ctl)
     if np.any(counts[:, NSEG] > S):
         raise InputError(f"more than {E} evictions in a replay; raise --max-evictions")
@@ -629,6 +622,66 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
     first_start[:, inputs.order] = first
     return Replay(inputs=inputs, segments=segments, first_start=first_start,
                   evictions=counts[:, NEVICT].astype(np.int64), steps=steps)
+
+
+def _drive(state, st, cfg, M, N, report):
+    """Run the compiled replay loop to the end: (final state, steps); report(done i64[B]) per call."""
+    steps, live = 0, True
+    while live:
+        state, live = _run_jit(state, st, jnp.int32(STEPS_PER_CALL), cfg=cfg, num_machines=M, num_tasks=N)
+        live = bool(live)
+        steps += STEPS_PER_CALL
+        if report is not None:
+            counts = np.asarray(state.ctl)
+            running = np.asarray(jnp.sum(state.end < INF, axis=1))
+            report(counts[:, ARRIVED] + counts[:, NSEG] - running if live else np.full(len(counts), 2 * N))
+    return state, steps
+
+
+def device_groups(policies: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Consecutive (first, end) row ranges, one per local device used: several rows and
+    several devices split the rows evenly (rows are independent); else one range."""
+    B = len(policies)
+    n = min(len(jax.local_devices()), B) if jax.process_count() == 1 else 1
+    bounds = np.linspace(0, B, n + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _replay_on_devices(state, st, cfg, M, N, progress):
+    """`_drive` of every row, the rows split over the local devices: each share is its own
+    program (its own policies) running on its own device, driven from its own thread.
+    Rows never interact, so results are identical to one device."""
+    groups = device_groups(cfg.policies)
+    done = np.zeros(len(cfg.policies), np.int64)
+    lock = threading.Lock()
+
+    def report(lo, hi):
+        if progress is None:
+            return None
+
+        def update(d):
+            with lock:
+                done[lo:hi] = d
+                progress(min(int(done.min()), 2 * N), 2 * N)
+        return update
+
+    if len(groups) == 1:
+        return _drive(state, st, cfg, M, N, report(0, len(cfg.policies)))
+    rowwise = ("genomes", "swords", "nwords")
+
+    def run(g):
+        lo, hi = groups[g]
+        device = jax.local_devices()[g]
+        sub_state = jax.device_put(jax.tree.map(lambda x: x[lo:hi], state), device)
+        sub_st = jax.device_put(st._replace(**{f: getattr(st, f)[lo:hi] for f in rowwise}), device)
+        sub_cfg = dataclasses.replace(cfg, policies=cfg.policies[lo:hi])
+        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, report(lo, hi))
+        return jax.tree.map(np.asarray, final), steps
+
+    with ThreadPoolExecutor(len(groups)) as pool:
+        parts = list(pool.map(run, range(len(groups))))
+    merged = jax.tree.map(lambda *xs: np.concatenate(xs), *(p[0] for p in parts))
+    return merged, max(p[1] for p in parts)
 
 
 @dataclasses.dataclass(frozen=True)

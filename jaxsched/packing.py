@@ -295,25 +295,36 @@ _pack_block_donating = jax.jit(_pack_block, static_argnames=("cfg", "fallback"),
 
 
 _T1, _T0, _REP = PartitionSpec(None, "trials"), PartitionSpec("trials"), PartitionSpec()
-_BLOCK_IN_SPECS = (_T1, _REP, _REP, _T0, _REP, _REP, _REP, _REP, _T0, _T0, _T1, _T1)
+# Specs of (free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords, scale, limit)
+# and of the outputs (free, machine, missed), split over trials or over policy rows.
+_BLOCK_SPECS = {
+    "trials": ((_T1, _REP, _REP, _T0, _REP, _REP, _REP, _REP, _T0, _T0, _T1, _T1),
+               (_T1, PartitionSpec(None, None, "trials"), _T0)),
+    "rows": ((_T0, _REP, _REP, _REP, _REP, _REP, _REP, _T0, _REP, _REP, _T0, _T0),
+             (_T0, PartitionSpec(None, "trials"), _T0)),
+}
 
 
 @functools.lru_cache(maxsize=64)
-def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool):
-    """`_pack_block` with the trial axis split over `devices` (shard_map over a 1-D mesh).
+def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool, axis: str = "trials"):
+    """`_pack_block` with the trial axis (or the policy rows, axis="rows") split over `devices`.
 
-    Trials are independent, so each device packs its own trials with the unchanged code:
-    results are bit-identical to one device. `missed` comes back per device.
+    shard_map over a 1-D mesh: trials are independent, and so are rows, so each device
+    packs its share with the unchanged code: results are bit-identical to one device.
+    Rows are split only when they all have the same policy. `missed` comes back per device.
     """
     mesh = Mesh(np.asarray(devices), ("trials",))
+    local_cfg = cfg
+    if axis == "rows":
+        local_cfg = dataclasses.replace(cfg, policies=cfg.policies[:len(cfg.policies) // len(devices)])
 
     def local(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords, scale, limit):
         free, j, missed = _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords,
-                                      nwords, scale, limit, cfg=cfg, fallback=fallback)
+                                      nwords, scale, limit, cfg=local_cfg, fallback=fallback)
         return free, j, missed[None]
 
-    fn = jax.shard_map(local, mesh=mesh, check_vma=False, in_specs=_BLOCK_IN_SPECS,
-                       out_specs=(_T1, PartitionSpec(None, None, "trials"), _T0))
+    in_specs, out_specs = _BLOCK_SPECS[axis]
+    fn = jax.shard_map(local, mesh=mesh, check_vma=False, in_specs=in_specs, out_specs=out_specs)
     return jax.jit(fn, donate_argnums=(0,) if donate else ()), mesh
 
 
@@ -332,12 +343,12 @@ def to_host(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _run_block(free, args, cfg, fallback, donate, devices):
-    """One block on one device, or with the trials sharded over several (on one host or many)."""
+def _run_block(free, args, cfg, fallback, donate, devices, axis="trials"):
+    """One block on one device, or sharded over several (trials on one host or many; rows on one)."""
     if len(devices) > 1:
-        fn, mesh = _sharded_block(cfg, fallback, devices, donate)
+        fn, mesh = _sharded_block(cfg, fallback, devices, donate, axis)
         if jax.process_count() > 1:
-            free, *args = (_global(x, mesh, spec) for x, spec in zip((free, *args), _BLOCK_IN_SPECS))
+            free, *args = (_global(x, mesh, spec) for x, spec in zip((free, *args), _BLOCK_SPECS[axis][0]))
         new_free, j, missed = fn(free, *args)
         return new_free, j, bool(np.any(to_host(missed)))
     block = _pack_block_donating if donate else _pack_block_fast
@@ -351,6 +362,16 @@ def shard_devices(trials: int) -> tuple:
         return tuple(jax.devices())
     devices = tuple(jax.local_devices())
     return devices if trials > 1 and len(devices) > 1 else devices[:1]
+
+
+def row_shard_devices(cfg: PackConfig, trials: int) -> tuple:
+    """The local devices the policy rows are split over instead: one trial, several rows of
+    one policy (a population of genomes), several devices, one process; else ()."""
+    devices = tuple(jax.local_devices())
+    rows = len(cfg.policies)
+    if trials != 1 or rows < 2 or len(set(cfg.policies)) != 1 or len(devices) < 2 or jax.process_count() > 1:
+        return ()
+    return devices[:rows]
 
 
 # On a CPU, trials beyond what keeps the state this small run as sequential groups: the
@@ -400,7 +421,7 @@ def _variant_arrays(v: RowVariants | None, P: int, T: int, M: int, Mp: int, N: i
 
 
 def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nwords, variants, progress,
-                 devices=()):
+                 devices=(), axis="trials"):
     """Pack one group of trials block by block: (free f32[P, T, R, Mp], machine i32[N_pad, P, T])."""
     P, T = len(cfg.policies), padded.shape[0]
     R, Mp = cap_t.shape
@@ -416,13 +437,13 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
         args = (inv_t, demand, jnp.asarray(padded[:, start:start + block]), jnp.int32(start), jnp.int32(N),
                 jnp.int32(M), genomes, swords, nwords, scale, limit)
         if optimistic:
-            new_free, j, missed = _run_block(free, args, cfg, False, False, devices)
+            new_free, j, missed = _run_block(free, args, cfg, False, False, devices, axis)
             if bool(missed):
                 optimistic = False  # a filling cluster keeps missing: stay on the slow path
             else:
                 free = new_free
         if not optimistic:
-            free, j, _ = _run_block(free, args, cfg, cfg.sample_k > 0, True, devices)
+            free, j, _ = _run_block(free, args, cfg, cfg.sample_k > 0, True, devices, axis)
         chosen.append(j)
         if progress is not None:
             progress(min(start + block, N), N)
@@ -480,6 +501,10 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     nwords = rng.hash_words(keys, rng.STREAM_NOISE)
     rank, prefix, scale, limit = _variant_arrays(variants, P, T, M, Mp, N)
 
+    row_devices = row_shard_devices(cfg, T)
+    if row_devices:
+        return _pack_rows_sharded(cfg, row_devices, cap_t, inv_t, demand, padded, orders, N, M, genomes,
+                                  swords, nwords, (rank, prefix, scale, limit), progress)
     devices = shard_devices(T)
     groups = _trial_groups(T, P * R * Mp * 4, len(devices))
     total = N * len(groups)
@@ -495,8 +520,25 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
                                    swords[trials], nwords[trials], group_variants, report, devices)
         frees.append(free[:, :n])
         chosen.append(steps[:, :, :n])
-    free = np.concatenate(frees, axis=1)
-    steps = np.concatenate(chosen, axis=2)[:N]  # [N, P, T], permuted order
+    return _pack_state(np.concatenate(frees, axis=1), np.concatenate(chosen, axis=2)[:N], orders, M)
+
+
+def _pack_rows_sharded(cfg, devices, cap_t, inv_t, demand, padded, orders, N, M, genomes, swords, nwords,
+                       variants, progress):
+    """`pack` of one trial with its policy rows split over `devices`: the rows are padded to a
+    multiple of the device count with copies of the last one, whose results are dropped."""
+    P = len(cfg.policies)
+    keep = np.concatenate([np.arange(P), np.full(-P % len(devices), P - 1)])
+    cfg = dataclasses.replace(cfg, policies=(cfg.policies[0],) * len(keep))
+    rank, prefix, scale, limit = variants
+    free, steps = _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, jnp.asarray(genomes)[keep], swords,
+                               nwords, (rank, prefix[keep], scale[keep], limit[keep]), progress, devices, "rows")
+    return _pack_state(free[:P], steps[:N, :P], orders, M)
+
+
+def _pack_state(free, steps, orders, M) -> PackState:
+    """The PackState of free f32[P, T, R, Mp] and machines steps i32[N, P, T] in each trial's order."""
+    P, T = free.shape[:2]
     machine = np.where(steps >= M, -1, steps).transpose(1, 2, 0)  # [P, T, N]
     placement = np.empty_like(machine)
     rows = np.arange(T)[:, None]

@@ -97,10 +97,10 @@ def test_help_documents_every_flag():
     assert "--config" in out
 
 
-def _run_cli(tmp_path, name, env_extra, prefix=()):
+def _run_cli(tmp_path, name, env_extra, prefix=(), top=()):
     path = tmp_path / f"{name}.json"
     env = dict(os.environ, **env_extra)
-    cmd = [*prefix, sys.executable, "-m", "jaxsched.cli", "snapshot", "--machines", "150", "--rho", "0.98",
+    cmd = [*prefix, sys.executable, "-m", "jaxsched.cli", *top, "snapshot", "--machines", "150", "--rho", "0.98",
            "--trials", "3", "--policy", "all", "--sample-k", "6", "--seed", "5", "--json", str(path), "--quiet"]
     subprocess.run(cmd, env=env, check=True, timeout=600)
     return path.read_bytes()
@@ -110,11 +110,29 @@ def test_same_json_for_a_seed_on_one_and_two_devices_and_threads(tmp_path):
     one = _run_cli(tmp_path, "one", {"XLA_FLAGS": "--xla_force_host_platform_device_count=1"})
     two = _run_cli(tmp_path, "two", {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
     assert one == two
+    three = _run_cli(tmp_path, "three", {}, top=("--cpu-devices", "3"))  # 3 trials on 3 devices
+    assert one == three
     if shutil.which("taskset"):
         single_core = _run_cli(tmp_path, "core", {}, prefix=("taskset", "-c", "0"))
         assert one == single_core
     other_seed = json.loads(one)["policies"]["random"]["placed"]["trials"]
     assert len(other_seed) == 3
+
+
+def test_cpu_devices_count_reaches_jax_and_an_xla_flag_wins_over_auto():
+    code = "import jax; from jaxsched.devices import set_cpu_devices; set_cpu_devices({!r}); print(len(jax.devices()))"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    run = lambda value, extra: subprocess.run([sys.executable, "-c", code.format(value)], env=dict(env, **extra),
+                                              capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+    assert run(3, {}) == "3"
+    assert run("auto", {}) == str(len(os.sched_getaffinity(0)))
+    assert run("auto", {"XLA_FLAGS": "--xla_force_host_platform_device_count=5"}) == "5"
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_bad_cpu_devices_is_a_usage_error(value, capsys):
+    code, _, err = run_main(["--cpu-devices", value] + SMALL, capsys)
+    assert code == 2 and "--cpu-devices" in err
 
 
 def test_two_processes_with_jax_distributed_give_the_same_json(tmp_path):

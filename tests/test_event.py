@@ -74,6 +74,26 @@ def test_replay_matches_the_reference_engine(sample_k, preempt):
     assert (evicted > 20) == preempt
 
 
+@pytest.mark.parametrize("preempt", [False, True])
+def test_rows_split_over_two_devices_match_one_device(monkeypatch, preempt):
+    """Six rows of different policies run as two programs on the two CPU devices (tests/conftest.py)
+    and give the one-device replay exactly (the reference test above runs the split path too)."""
+    assert event.device_groups(POLICIES) == [(0, 3), (3, 6)]
+    cluster, wl = grid_case(7)
+    keys = jnp.concatenate([rng.trial_keys(2, "event", 1)] * len(POLICIES))
+    cfg = event.EventConfig(POLICIES, sample_k=3, preempt=preempt)
+    seen = []
+    split = event.replay(cluster, wl, cfg, keys, progress=lambda done, total: seen.append((done, total)))
+    monkeypatch.setattr(event, "device_groups", lambda policies: [(0, len(policies))])
+    single = event.replay(cluster, wl, cfg, keys)
+    for b in range(len(POLICIES)):
+        np.testing.assert_array_equal(split.segments[b], single.segments[b])
+    np.testing.assert_array_equal(split.first_start, single.first_start)
+    np.testing.assert_array_equal(split.evictions, single.evictions)
+    assert seen[-1] == (2 * wl.num_tasks, 2 * wl.num_tasks)
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))  # the slowest share's count never goes back
+
+
 def test_runs_conserve_durations_and_capacity():
     """Every task runs exactly its duration in total, and no machine is ever over capacity."""
     cluster, wl = grid_case(11, M=8, N=200)

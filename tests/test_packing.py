@@ -206,3 +206,33 @@ def test_trials_sharded_over_two_devices_match_one_device(monkeypatch, sample_k)
     np.testing.assert_array_equal(sharded.placement, single.placement)
     np.testing.assert_array_equal(sharded.free, single.free)
     assert np.any(single.placement < 0) and np.any(single.placement >= 0)
+
+
+@pytest.mark.parametrize("sample_k", [0, 3])
+def test_rows_of_one_policy_sharded_over_two_devices_match_one_device(monkeypatch, sample_k):
+    """One trial, 5 genomes of `family` (padded to 6): the rows split over both CPU devices give
+    the one-device results, and each row is the reference packing."""
+    cluster, wl = instance(8, M=30, N=300)
+    keys = rng.trial_keys(4, "test", 1)
+    g = np.random.default_rng(3)
+    genomes = np.concatenate([GENOME[None], g.uniform(-1, 1, (4, 8))]).astype(np.float32)
+    genomes[:, 6:] = g.uniform(0.5, 2.0, (5, 2))
+    cfg = PackConfig(policies=("family",) * 5, sample_k=sample_k, block=64)
+    assert len(packing.row_shard_devices(cfg, 1)) == 2  # tests/conftest.py forces two CPU devices
+    assert packing.row_shard_devices(PackConfig(policies=("family", "best_fit")), 1) == ()  # mixed rows
+    sharded = pack(cluster, wl, cfg, keys, genomes=genomes)
+    monkeypatch.setattr(packing, "row_shard_devices", lambda cfg, trials: ())
+    single = pack(cluster, wl, cfg, keys, genomes=genomes)
+    np.testing.assert_array_equal(sharded.placement, single.placement)
+    np.testing.assert_array_equal(sharded.free, single.free)
+    order = np.asarray(rng.trial_orders(keys, wl.num_tasks))[0]
+    samples, noise = draws(keys, wl.num_tasks, cluster.num_machines, sample_k)
+    checked = 0
+    for p in range(5):
+        want, _, fragile = reference.pack(cluster.capacity, wl.demand, order, "family", genomes[p],
+                                          None if samples is None else samples[0], noise[0], fragility=1e-5)
+        if not fragile:
+            checked += 1
+            np.testing.assert_array_equal(sharded.placement[p, 0], want, err_msg=f"genome {p}")
+    assert checked >= 3
+    assert np.any(single.placement < 0) and np.any(single.placement >= 0)
