@@ -11,13 +11,16 @@ Two pickers, as the spec defines them:
   the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
   lowest machine index among them; when none is feasible, a full scan. Blocks first run
-  without that fallback and are redone with it (a real `lax.cond`) only if needed.
+  without that fallback and are redone with it (a real `lax.cond`) only if needed. On
+  CPU its state is kept as complex64 pairs of dimensions (`to_pairs`): one gather
+  fetches two dimensions of a drawn machine.
 
 Tasks run in compiled blocks of `block` steps, so one program serves any task count,
 the carry is donated between blocks, and long runs can report progress. On CPU,
 trials run in sequential cache-sized groups. With several local devices (GPUs, or
-forced CPU host devices) the trial axis is split over all of them with `shard_map`;
-trials are independent, so the results are bit-identical to one device.
+forced CPU host devices) the trial axis is split over all of them with `shard_map`,
+or, for one trial of several rows of one policy (a population of genomes), the rows;
+trials and rows are independent, so the results are bit-identical to one device.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import jax
@@ -71,8 +76,8 @@ class PackConfig:
 def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes):
     """Scores of every (row, trial) pair on its X machines: f32[P, T, X].
 
-    d f32[P, T, R]; free f32[P, T, R, X] (or a tuple of R f32[P, T, X]); inv (1 / capacity) has (row, trial) batch axes
-    `inv_axes` (None: shared), noise likewise `noise_axes`.
+    d f32[P, T, R]; free f32[P, T, R, X] (or a tuple of R f32[P, T, X]); inv (1 / capacity)
+    has (row, trial) batch axes `inv_axes` (None: shared), noise likewise `noise_axes`.
     """
     out = []
     for name, lo, hi in cfg.groups():
@@ -459,16 +464,36 @@ def _block_size(cfg_block: int, num_tasks: int) -> int:
     return int(min(cfg_block, max(64, -(-num_tasks // 64) * 64)))
 
 
+def policy_shares(cfg: PackConfig) -> list[tuple[int, int]]:
+    """Row ranges of whole policies, one per local device, when the rows hold at least as many
+    policies as there are devices (one process); else []. Shares are balanced by row count."""
+    devices = jax.local_devices()
+    groups = cfg.groups()
+    if jax.process_count() > 1 or len(devices) < 2 or len(groups) < len(devices):
+        return []
+    n, P = len(devices), len(cfg.policies)
+    cuts, share = [0], 1
+    for _, lo, hi in groups[:-1]:
+        if hi >= share * P / n and len(cuts) < n:  # this group ends the share
+            cuts.append(hi)
+            share += 1
+    cuts.append(P)
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
 def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
          genomes=None, orders=None, progress: Callable[[int, int], None] | None = None,
-         variants: RowVariants | None = None) -> PackState:
+         variants: RowVariants | None = None, device=None) -> PackState:
     """Pack the workload for every policy row of `cfg` and every trial key.
 
     keys: the T trial keys (rng.trial_keys); orders: optional i32[T, N] task orders
     (default: each trial's shuffle); genomes: f32[P, 8] for `family` rows (default
     alpha_evolve's point); variants: per-(row, trial) machine subsets, demand scales
-    and task counts. progress(done, total) is called after each block.
+    and task counts. progress(done, total) is called after each block. device: run
+    on that one device only (default: spread over every device, see the module notes).
     """
+    if device is None and len(policy_shares(cfg)) > 1:
+        return _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants)
     cap = np.asarray(cluster.capacity, np.float32)
     demand = jnp.asarray(workload.demand, jnp.float32)
     M, R = cap.shape
@@ -501,11 +526,11 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     nwords = rng.hash_words(keys, rng.STREAM_NOISE)
     rank, prefix, scale, limit = _variant_arrays(variants, P, T, M, Mp, N)
 
-    row_devices = row_shard_devices(cfg, T)
+    row_devices = () if device is not None else row_shard_devices(cfg, T)
     if row_devices:
         return _pack_rows_sharded(cfg, row_devices, cap_t, inv_t, demand, padded, orders, N, M, genomes,
                                   swords, nwords, (rank, prefix, scale, limit), progress)
-    devices = shard_devices(T)
+    devices = (device,) if device is not None else shard_devices(T)
     groups = _trial_groups(T, P * R * Mp * 4, len(devices))
     total = N * len(groups)
     frees, chosen = [], []
@@ -521,6 +546,49 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
         frees.append(free[:, :n])
         chosen.append(steps[:, :, :n])
     return _pack_state(np.concatenate(frees, axis=1), np.concatenate(chosen, axis=2)[:N], orders, M)
+
+
+def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants) -> PackState:
+    """`pack` with whole policies split over the local devices: each share is its own program
+    (its own policies, all trials) on its own device, driven from its own thread. XLA:CPU
+    runs a step's small kernels on one thread, so this keeps every core busy without the
+    padding of a trial split; rows are independent, so results are identical."""
+    shares = policy_shares(cfg)
+    devices = jax.local_devices()
+    P, T = len(cfg.policies), int(keys.shape[0])
+    if genomes is not None:
+        genomes = np.asarray(genomes, np.float32)
+        if genomes.shape != (P, GENOME_SIZE):
+            raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
+    N = int(np.shape(workload.demand)[0])
+    if orders is None:
+        orders = rng.trial_orders(keys, N)
+    orders = np.asarray(orders, np.int32)
+    fraction = np.zeros(len(shares))  # shares may count different totals (their own trial groups)
+    lock = threading.Lock()
+
+    def run(i):
+        lo, hi = shares[i]
+        sub_variants = None
+        if variants is not None:
+            rows = lambda a: None if a is None else np.asarray(a)[lo:hi]
+            sub_variants = RowVariants(machine_rank=variants.machine_rank, prefix=rows(variants.prefix),
+                                       demand_scale=rows(variants.demand_scale), task_limit=rows(variants.task_limit))
+
+        def report(d, total):
+            with lock:
+                fraction[i] = d / max(total, 1)
+                progress(int(round(fraction.min() * N)), N)
+
+        with jax.default_device(devices[i]):
+            return pack(cluster, workload, dataclasses.replace(cfg, policies=cfg.policies[lo:hi]), keys,
+                        None if genomes is None else genomes[lo:hi], orders, None if progress is None else report,
+                        sub_variants, device=devices[i])
+
+    with ThreadPoolExecutor(len(shares)) as pool:
+        parts = list(pool.map(run, range(len(shares))))
+    return PackState(free=np.concatenate([p.free for p in parts]),
+                     placement=np.concatenate([p.placement for p in parts]))
 
 
 def _pack_rows_sharded(cfg, devices, cap_t, inv_t, demand, padded, orders, N, M, genomes, swords, nwords,

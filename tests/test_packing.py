@@ -236,3 +236,26 @@ def test_rows_of_one_policy_sharded_over_two_devices_match_one_device(monkeypatc
             np.testing.assert_array_equal(sharded.placement[p, 0], want, err_msg=f"genome {p}")
     assert checked >= 3
     assert np.any(single.placement < 0) and np.any(single.placement >= 0)
+
+
+def test_policies_split_over_two_devices_match_one_device(monkeypatch):
+    """Rows of three policies run as two programs on the two CPU devices (whole policies per
+    device), with per-row machine prefixes, demand scales and task limits: identical to one
+    program, and progress counts up to the total."""
+    cluster, wl = instance(9, M=40, N=400)
+    T = 3
+    keys = rng.trial_keys(6, "test", T)
+    cfg = PackConfig(policies=("best_fit", "best_fit", "random", "alpha_evolve"), sample_k=3, block=64)
+    assert packing.policy_shares(cfg) == [(0, 2), (2, 4)]
+    g = np.random.default_rng(1)
+    variants = packing.RowVariants(machine_rank=np.stack([g.permutation(40) for _ in range(T)]).astype(np.int32),
+                                   prefix=g.integers(10, 41, (4, T)), demand_scale=g.uniform(0.5, 1.5, (4, T)),
+                                   task_limit=g.integers(100, 401, (4, T)))
+    seen = []
+    split = pack(cluster, wl, cfg, keys, variants=variants, progress=lambda d, n: seen.append((d, n)))
+    monkeypatch.setattr(packing, "policy_shares", lambda cfg: [])
+    single = pack(cluster, wl, cfg, keys, variants=variants)
+    np.testing.assert_array_equal(split.placement, single.placement)
+    np.testing.assert_array_equal(split.free, single.free)
+    assert seen[-1] == (wl.num_tasks, wl.num_tasks) and all(a <= b for (a, _), (b, _) in zip(seen, seen[1:]))
+    assert np.any(single.placement < 0) and np.any(single.placement >= 0)
