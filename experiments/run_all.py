@@ -102,7 +102,7 @@ def markdown(doc: dict) -> str:
             lines.append(f"| {name} | {fig} | {value:,.3g} | {'' if goal is None else f'{goal:g}'} | {met} | "
                          f"{b.get('measured_on', '')} |")
     hw = doc["hardware"]
-    lines.append(f"\nrun_all on {hw['cpu']}, {hw['cores']} cores, {hw.get('backend')} x {hw.get('devices')}; "
+    lines.append(f"\nrun_all on {hw['cpu']}, {hw['cores']} cores (each benchmark picks its own device count); "
                  f"jax {doc['versions']['jax']}; {doc['date']}{' (--quick sizes)' if doc['quick'] else ''}"
                  f"{'; collected from each benchmark JSON of its own run' if doc.get('collect') else ''}")
     return "\n".join(lines) + "\n"
@@ -161,7 +161,8 @@ def main() -> None:
             with open(out) as f:
                 result = json.load(f)
             hw = result.get("hardware", {})
-            entry["measured_on"] = f"{hw.get('cpu', '?')}, {hw.get('backend', 'cpu')}"
+            devices = f" x{hw['devices']}" if "devices" in hw else ""
+            entry["measured_on"] = f"{hw.get('cpu', '?')}, {hw.get('backend', 'cpu')}{devices}"
             if name in HEADLINES:
                 entry["headlines"] = [list(h) for h in HEADLINES[name](result)]
         doc["benchmarks"][name] = entry
