@@ -3,13 +3,20 @@
 XLA runs the small per-step kernels of a packing scan on one thread, so on a CPU the
 trials go faster split over several devices, one thread each (`packing.shard_devices`).
 The count must be set before JAX starts a backend; results do not depend on it.
+`on_devices` runs one program per device from threads, when the shares differ (other
+policies) and so cannot be one `shard_map`.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, TypeVar
 
 from .errors import InputError
+
+T = TypeVar("T")
 
 FORCE_FLAG = "xla_force_host_platform_device_count"
 
@@ -45,3 +52,38 @@ def set_cpu_devices(value: int | str = "auto") -> None:
         if text != "auto" and jax.default_backend() == "cpu" and len(jax.local_devices()) != n:
             raise InputError(f"{n} CPU devices asked, but JAX already started in this process with "
                              f"{len(jax.local_devices())}") from None
+
+
+def on_devices(fn: Callable[[int, object], T], count: int) -> list[T]:
+    """[fn(i, device i) for i < count], each call in its own thread with local device i as
+    JAX's default device (one program per device, all running at once)."""
+    import jax
+
+    devices = jax.local_devices()
+
+    def run(i):
+        with jax.default_device(devices[i]):
+            return fn(i, devices[i])
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+class SlowestShare:
+    """One progress(done, total) for work split in shares: the slowest share's fraction of
+    `total`. `reporter(i)` is share i's own progress(done, share_total)."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None, shares: int, total: int):
+        self.progress, self.total = progress, total
+        self.fraction = [0.0] * shares
+        self.lock = threading.Lock()
+
+    def reporter(self, i: int) -> Callable[[int, int], None] | None:
+        if self.progress is None:
+            return None
+
+        def report(done: int, share_total: int) -> None:
+            with self.lock:
+                self.fraction[i] = done / max(share_total, 1)
+                self.progress(int(round(min(self.fraction) * self.total)), self.total)
+        return report

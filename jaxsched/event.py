@@ -35,8 +35,6 @@ whether any row needs them. The host turns the run segments into the reported fi
 from __future__ import annotations
 
 import dataclasses
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
 import jax
@@ -45,6 +43,7 @@ import numpy as np
 from jax import lax
 
 from . import rng
+from .devices import SlowestShare, on_devices
 from .errors import InputError
 from .packing import PAD_CAPACITY, PackConfig, _score_rows
 from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, feasible, safe_inverse, slot_vector
@@ -625,7 +624,8 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
 
 
 def _drive(state, st, cfg, M, N, report):
-    """Run the compiled replay loop to the end: (final state, steps); report(done i64[B]) per call."""
+    """Run the compiled replay loop to the end: (final state, steps); report(done, 2N) per call,
+    done counting the events of the share's slowest row."""
     steps, live = 0, True
     while live:
         state, live = _run_jit(state, st, jnp.int32(STEPS_PER_CALL), cfg=cfg, num_machines=M, num_tasks=N)
@@ -634,7 +634,8 @@ def _drive(state, st, cfg, M, N, report):
         if report is not None:
             counts = np.asarray(state.ctl)
             running = np.asarray(jnp.sum(state.end < INF, axis=1))
-            report(counts[:, ARRIVED] + counts[:, NSEG] - running if live else np.full(len(counts), 2 * N))
+            done = counts[:, ARRIVED] + counts[:, NSEG] - running  # arrivals + runs ended
+            report(min(int(done.min()), 2 * N) if live else 2 * N, 2 * N)
     return state, steps
 
 
@@ -652,34 +653,20 @@ def _replay_on_devices(state, st, cfg, M, N, progress):
     program (its own policies) running on its own device, driven from its own thread.
     Rows never interact, so results are identical to one device."""
     groups = device_groups(cfg.policies)
-    done = np.zeros(len(cfg.policies), np.int64)
-    lock = threading.Lock()
-
-    def report(lo, hi):
-        if progress is None:
-            return None
-
-        def update(d):
-            with lock:
-                done[lo:hi] = d
-                progress(min(int(done.min()), 2 * N), 2 * N)
-        return update
-
     if len(groups) == 1:
-        return _drive(state, st, cfg, M, N, report(0, len(cfg.policies)))
+        return _drive(state, st, cfg, M, N, progress)
+    slowest = SlowestShare(progress, len(groups), 2 * N)
     rowwise = ("genomes", "swords", "nwords")
 
-    def run(g):
+    def run(g, device):
         lo, hi = groups[g]
-        device = jax.local_devices()[g]
         sub_state = jax.device_put(jax.tree.map(lambda x: x[lo:hi], state), device)
         sub_st = jax.device_put(st._replace(**{f: getattr(st, f)[lo:hi] for f in rowwise}), device)
         sub_cfg = dataclasses.replace(cfg, policies=cfg.policies[lo:hi])
-        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, report(lo, hi))
+        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, slowest.reporter(g))
         return jax.tree.map(np.asarray, final), steps
 
-    with ThreadPoolExecutor(len(groups)) as pool:
-        parts = list(pool.map(run, range(len(groups))))
+    parts = on_devices(run, len(groups))
     merged = jax.tree.map(lambda *xs: np.concatenate(xs), *(p[0] for p in parts))
     return merged, max(p[1] for p in parts)
 

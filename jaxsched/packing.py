@@ -28,8 +28,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import jax
@@ -42,6 +40,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .errors import InputError
 
 from . import rng
+from .devices import SlowestShare, on_devices
 from .policies import (ALPHA_EVOLVE_GENOME, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines,
                        slot_vector)
 from .types import Cluster, PackState, Workload
@@ -262,12 +261,10 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
 
     Returns (free, machine i32[block, P, T], missed: whether some sampled placement
     found no feasible draw; only possible, and then meaningless, without `fallback`).
-    free is in `to_pairs` form (complex64[P, T, C, Mp]) when `uses_pairs(cfg)`.
+    free and inv are in `to_pairs` form (complex64) when `uses_pairs(cfg)`.
     """
     Mp = free.shape[-1]
     none = jnp.int32(Mp)
-    if uses_pairs(cfg):
-        inv = to_pairs(inv)
     steps = start + jnp.arange(cfg.block, dtype=jnp.int32)
     d_blk = jnp.moveaxis(demand[order], 0, 1)  # order [T, block] -> [block, T, R]
 
@@ -435,7 +432,7 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
     in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
     free = jnp.where(in_prefix, cap_t[None, None], PAD_CAPACITY)
     if uses_pairs(cfg):
-        free = to_pairs(free)
+        free, inv_t = to_pairs(free), to_pairs(inv_t)
     chosen = []
     optimistic = cfg.sample_k > 0  # until a block needs the full-scan fallback
     for start in range(0, padded.shape[1], block):
@@ -492,13 +489,20 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     and task counts. progress(done, total) is called after each block. device: run
     on that one device only (default: spread over every device, see the module notes).
     """
-    if device is None and len(policy_shares(cfg)) > 1:
-        return _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants)
+    P, T = len(cfg.policies), int(keys.shape[0])
+    N = int(np.shape(workload.demand)[0])
+    if genomes is None:
+        genomes = np.broadcast_to(np.asarray(ALPHA_EVOLVE_GENOME, np.float32), (P, GENOME_SIZE))
+    genomes = np.asarray(genomes, np.float32)
+    if genomes.shape != (P, GENOME_SIZE):
+        raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
+    orders = np.asarray(rng.trial_orders(keys, N) if orders is None else orders, np.int32)
+    shares = policy_shares(cfg) if device is None else []
+    if len(shares) > 1:
+        return _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares)
     cap = np.asarray(cluster.capacity, np.float32)
     demand = jnp.asarray(workload.demand, jnp.float32)
     M, R = cap.shape
-    N = int(demand.shape[0])
-    P, T = len(cfg.policies), int(keys.shape[0])
     slot = slot_vector(cfg.slot, R)
     block = _block_size(cfg.block, N)
     cfg = dataclasses.replace(cfg, slot=slot, block=block)
@@ -510,15 +514,7 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     cap_t[:, :M] = cap.T
     cap_t = jnp.asarray(cap_t)
     inv_t = safe_inverse(cap_t)
-    if genomes is None:
-        genomes = np.broadcast_to(np.asarray(ALPHA_EVOLVE_GENOME, np.float32), (P, GENOME_SIZE))
-    genomes = jnp.asarray(genomes, jnp.float32)
-    if genomes.shape != (P, GENOME_SIZE):
-        raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
-
-    if orders is None:
-        orders = rng.trial_orders(keys, N)
-    orders = np.asarray(orders, np.int32)
+    genomes = jnp.asarray(genomes)
     n_blocks = max(1, -(-N // block))
     padded = np.zeros((T, n_blocks * block), np.int32)
     padded[:, :N] = orders
@@ -548,45 +544,25 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     return _pack_state(np.concatenate(frees, axis=1), np.concatenate(chosen, axis=2)[:N], orders, M)
 
 
-def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants) -> PackState:
-    """`pack` with whole policies split over the local devices: each share is its own program
-    (its own policies, all trials) on its own device, driven from its own thread. XLA:CPU
-    runs a step's small kernels on one thread, so this keeps every core busy without the
-    padding of a trial split; rows are independent, so results are identical."""
-    shares = policy_shares(cfg)
-    devices = jax.local_devices()
-    P, T = len(cfg.policies), int(keys.shape[0])
-    if genomes is not None:
-        genomes = np.asarray(genomes, np.float32)
-        if genomes.shape != (P, GENOME_SIZE):
-            raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
-    N = int(np.shape(workload.demand)[0])
-    if orders is None:
-        orders = rng.trial_orders(keys, N)
-    orders = np.asarray(orders, np.int32)
-    fraction = np.zeros(len(shares))  # shares may count different totals (their own trial groups)
-    lock = threading.Lock()
+def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares) -> PackState:
+    """`pack` with whole policies split over the local devices (`shares`, row ranges): each
+    share is its own program (its own policies, all trials) on its own device, driven from
+    its own thread. XLA:CPU runs a step's small kernels on one thread, so this keeps every
+    core busy without the padding of a trial split; rows are independent, so results are
+    identical. genomes and orders are pack's, already filled in."""
+    slowest = SlowestShare(progress, len(shares), int(np.shape(workload.demand)[0]))
 
-    def run(i):
+    def run(i, device):
         lo, hi = shares[i]
         sub_variants = None
         if variants is not None:
             rows = lambda a: None if a is None else np.asarray(a)[lo:hi]
             sub_variants = RowVariants(machine_rank=variants.machine_rank, prefix=rows(variants.prefix),
                                        demand_scale=rows(variants.demand_scale), task_limit=rows(variants.task_limit))
+        return pack(cluster, workload, dataclasses.replace(cfg, policies=cfg.policies[lo:hi]), keys, genomes[lo:hi],
+                    orders, slowest.reporter(i), sub_variants, device=device)
 
-        def report(d, total):
-            with lock:
-                fraction[i] = d / max(total, 1)
-                progress(int(round(fraction.min() * N)), N)
-
-        with jax.default_device(devices[i]):
-            return pack(cluster, workload, dataclasses.replace(cfg, policies=cfg.policies[lo:hi]), keys,
-                        None if genomes is None else genomes[lo:hi], orders, None if progress is None else report,
-                        sub_variants, device=devices[i])
-
-    with ThreadPoolExecutor(len(shares)) as pool:
-        parts = list(pool.map(run, range(len(shares))))
+    parts = on_devices(run, len(shares))
     return PackState(free=np.concatenate([p.free for p in parts]),
                      placement=np.concatenate([p.placement for p in parts]))
 
@@ -599,7 +575,7 @@ def _pack_rows_sharded(cfg, devices, cap_t, inv_t, demand, padded, orders, N, M,
     keep = np.concatenate([np.arange(P), np.full(-P % len(devices), P - 1)])
     cfg = dataclasses.replace(cfg, policies=(cfg.policies[0],) * len(keep))
     rank, prefix, scale, limit = variants
-    free, steps = _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, jnp.asarray(genomes)[keep], swords,
+    free, steps = _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes[keep], swords,
                                nwords, (rank, prefix[keep], scale[keep], limit[keep]), progress, devices, "rows")
     return _pack_state(free[:P], steps[:N, :P], orders, M)
 

@@ -144,7 +144,7 @@ def numpy_column(table: pa.Table, name: str, fill=None) -> np.ndarray:
     if is_bool:
         col = col.cast(pa.uint8())
     chunks = [_chunk_numpy(c) for c in col.chunks]
-    out = chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else np.zeros(0, _NUMPY_TYPES[col.type])
+    out = chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else np.zeros(0, _NUMPY_TYPES.get(col.type, object))
     return out.astype(bool) if is_bool else out
 
 

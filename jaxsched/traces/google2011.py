@@ -23,7 +23,9 @@ so memory grows with the number of tasks, never with the number of event rows.
 from __future__ import annotations
 
 import collections
+import functools
 import glob
+import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -181,15 +183,15 @@ def _reduce_tasks(files: list[str], progress, machine_files: list[str]):
     """
     merged, pending, pending_rows = [], [], 0
     counts = {"event_rows": 0, "sentinel_rows": 0, "last_time_us": 0}
+    # The reader's jobs in order: every part, then the machine events.
+    jobs = iter([functools.partial(_read_part, f) for f in files] + [functools.partial(_machine_table, machine_files)])
     with ThreadPoolExecutor(1) as reader:
-        ahead = collections.deque(reader.submit(_read_part, f) for f in files[:PREFETCH])
-        machines = reader.submit(_machine_table, machine_files) if len(files) <= PREFETCH else None
+        ahead = collections.deque(reader.submit(job) for job in itertools.islice(jobs, PREFETCH))
         for part_no, path in enumerate(files):
             table = ahead.popleft().result()
-            if part_no + PREFETCH < len(files):
-                ahead.append(reader.submit(_read_part, files[part_no + PREFETCH]))
-                if part_no + PREFETCH == len(files) - 1:
-                    machines = reader.submit(_machine_table, machine_files)
+            job = next(jobs, None)
+            if job is not None:
+                ahead.append(reader.submit(job))
             rows, c = _encode_part(table, path, part_no, counts["last_time_us"])
             del table
             part = _reduce(rows)  # a part's own rows first: ~3x fewer, and sorted while in cache
@@ -203,7 +205,7 @@ def _reduce_tasks(files: list[str], progress, machine_files: list[str]):
             if progress is not None:
                 progress(part_no + 1, len(files))
         reduced = _reduce(_concat(merged + pending))
-        return reduced, counts, machines.result()
+        return reduced, counts, ahead.popleft().result()
 
 
 def _task_table(r: dict[str, np.ndarray], trace_end_us: int) -> tuple[pa.Table, dict[str, int]]:
