@@ -39,6 +39,9 @@ def draws(keys, N, M, k):
 def test_placements_match_reference(monkeypatch, sample_k, R, paired):
     if not paired:
         monkeypatch.setattr(packing, "uses_pairs", lambda cfg: False)
+    paired_calls = []
+    to_pairs = packing.to_pairs
+    monkeypatch.setattr(packing, "to_pairs", lambda x: paired_calls.append(1) or to_pairs(x))
     checked = {n: 0 for n in NAMES}
     for seed in range(3):
         cluster, wl = instance(seed, R=R)
@@ -60,6 +63,7 @@ def test_placements_match_reference(monkeypatch, sample_k, R, paired):
                 np.testing.assert_allclose(st_.free[p, t], free, atol=1e-5)
     assert all(v >= 2 for v in checked.values()), checked
     assert sum(checked.values()) >= 0.8 * 6 * len(NAMES), checked
+    assert bool(paired_calls) == paired  # the state form the case names was the one packed
 
 
 def test_batching_does_not_change_results():
