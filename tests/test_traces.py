@@ -104,6 +104,36 @@ def test_semantics_on_hand_built_trace(tiny, tmp_path, monkeypatch, merge_rows):
     np.testing.assert_array_equal(tr.cluster.capacity, np.float32([[0.5, 0.5], [1, 1]]))
 
 
+@pytest.mark.parametrize("pieces", [1, 2, 3, 5])
+def test_merge_in_key_ranges_equals_one_reduction(pieces):
+    """The final merge, split into key ranges, is the reduction of all the rows at once."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(pieces)
+    n = 5000
+    cpu = rng.random(n)
+    cpu[rng.random(n) < 0.5] = np.nan  # the request comes from the first row that has one
+    rows = {"key": rng.integers(0, 700, n), "submit_time": rng.integers(0, 10**6, n),
+            "sched_time": rng.integers(0, 10**6, n), "last": rng.integers(-1, 10**6, n),
+            "last_time": rng.integers(-1, 10**6, n), "cpu": cpu, "mem": rng.random(n), "disk": rng.random(n),
+            "flags": rng.integers(0, 100, n).astype(np.int16)}
+    cuts = [0, 1200, 1201, 3100, n]  # parts in event order, one of one row
+    parts = [google2011._reduce({f: a[lo:hi] for f, a in rows.items()}) for lo, hi in zip(cuts, cuts[1:])]
+    parts.append(google2011._reduce({f: a[:0] for f, a in rows.items()}))  # an empty part
+    expected = google2011._reduce(rows)
+    with ThreadPoolExecutor(2) as pool:
+        google2011.MERGE_SPLIT_ROWS, saved = 1, google2011.MERGE_SPLIT_ROWS
+        try:
+            got = google2011._merge(parts, pool, pieces)
+        finally:
+            google2011.MERGE_SPLIT_ROWS = saved
+    assert set(got) == set(expected)
+    has_request = ~np.isnan(expected["cpu"])  # a task without one is skipped: its other request fields are moot
+    assert 0 < has_request.sum() < len(has_request)
+    for f in expected:
+        keep = has_request if f in ("mem", "disk", "flags") else slice(None)
+        np.testing.assert_array_equal(got[f][keep], expected[f][keep], err_msg=f)
+
+
 def test_cache_hit_is_identical_and_never_stale(tiny, tmp_path):
     cache = str(tmp_path / "cache")
     cold = load_google2011(tiny, cache_dir=cache)
@@ -139,6 +169,10 @@ def _rows(part):
     (lambda rows: rows[:4] + ["0,,1,7,,12,u,0,0,0.1,0.1,0,0\n"] + rows[4:], "line 5: event type 12"),
     (lambda rows: rows[:1] + [",,1,7,,0,u,0,0,0.1,0.1,0,0\n"] + rows[1:], "line 2: time is empty"),
     (lambda rows: rows[:2] + ["10,,1,7,,0,u,0,0,0.1,0.1,0,0\n"] + rows[2:], "line 3: time 10 is earlier"),
+    # Across parts: part 1 starts before part 0's last event (3 s), after a sentinel row or not.
+    (lambda rows: ["2500000,,1,7,,0,u,0,0,0.1,0.1,0,0\n"] + rows, "line 1: time 2500000 is earlier"),
+    (lambda rows: [f"{S},,4,0,,4,u,0,0,,,,\n", "2500000,,1,7,,0,u,0,0,0.1,0.1,0,0\n"] + rows,
+     "line 2: time 2500000 is earlier"),
 ])
 def test_bad_rows_name_file_and_line(tiny, tmp_path, edit, message):
     path = _corrupt(tiny, "part-00001-of-00002.csv.gz", edit(_rows(1)))

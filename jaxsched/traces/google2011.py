@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..devices import cores
 from ..errors import InputError
 from ..types import Cluster, Workload
 from . import cache as trace_cache
@@ -47,6 +48,9 @@ WINDOW_START_US = 600_000_000
 US = 1e6
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = range(7)
 TERMINAL = (EVICT, FAIL, FINISH, KILL, LOST)
+# What each event type (0-8) is to the reduction; UPDATE_PENDING and UPDATE_RUNNING (7, 8) are dropped.
+_OTHER, _SUBMIT, _SCHEDULE, _TERMINAL = range(4)
+_EVENT_KIND = np.array([_SUBMIT, _SCHEDULE] + [_TERMINAL] * len(TERMINAL) + [_OTHER, _OTHER], np.int8)
 _FMAX = float(np.finfo(np.float64).max)
 
 TASK_COLUMNS = (
@@ -82,6 +86,7 @@ _MIN_FIELDS = ("submit_time", "sched_time")
 _MAX_FIELDS = ("last", "last_time")
 _REQ_FIELDS = ("cpu", "mem", "disk", "flags")  # flags = priority | class << 4 | different machines << 6
 MERGE_MIN_ROWS = 1 << 22  # merge part reductions once they hold this many rows (and at least the merged table's)
+MERGE_SPLIT_ROWS = 1 << 16  # a final merge this large is split into one key range per worker
 
 
 def part_files(trace_dir: str, table: str) -> list[str]:
@@ -124,12 +129,13 @@ def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {f: np.concatenate([p[f] for p in parts]) for f in parts[0]}
 
 
-def _read_part(path: str) -> pa.Table:
-    return read_csv(path, TASK_COLUMNS, _TASK_READ)
+def _encode_part(t: pa.Table, path: str, part_no: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """The rows of one task_events part (read as `t`) that matter, in reduce form, and its counts.
 
-
-def _encode_part(t: pa.Table, path: str, part_no: int, prev_time: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """The rows of one task_events part (read as `t`) that matter, in reduce form, and its counts."""
+    The counts say where the part's time order breaks, if it does: `back_row`, its first
+    live row earlier than a previous row of the part (-1: none), and `first_row` and
+    `first_time`, its first live row, for the check against the parts before it.
+    """
     require_present(t, [_TASK[n] for n in ("time", "job", "index", "event", "priority")], path, header=False)
     time, event = numpy_column(t, "time"), numpy_column(t, "event")
     job, index, priority = numpy_column(t, "job"), numpy_column(t, "index"), numpy_column(t, "priority")
@@ -141,71 +147,114 @@ def _encode_part(t: pa.Table, path: str, part_no: int, prev_time: int) -> tuple[
     for name, values in (("cpu", cpu), ("mem", mem), ("disk", disk)):
         require_range(values, 0.0, _FMAX, _TASK[name], path, False)
     live = time != SENTINEL
-    live_time = np.where(live, time, -1)
+    all_live = bool(live.all())
+    live_time = time if all_live else np.where(live, time, -1)
     # Event order is row order; times must not decrease, within a part or across parts.
-    back = np.flatnonzero(live & (live_time < np.maximum.accumulate(np.r_[prev_time, live_time[:-1]])))
-    if back.size:
-        raise InputError(f"{path}, line {back[0] + 1}: time {time[back[0]]} is earlier than a previous "
-                         f"event's (part files must be in time order)")
-    submit = live & (event == SUBMIT)
-    sched = live & (event == SCHEDULE)
-    term = live & np.isin(event, TERMINAL)
-    keep = np.flatnonzero(submit | sched | term)
-    has_req = (submit & ~np.isnan(cpu) & ~np.isnan(mem))[keep]
-    seq = (np.int64(part_no) << np.int64(32)) + keep
-    flags = (priority[keep] | (numpy_column(t, "sched_class", 0)[keep] << 4)
-             | ((numpy_column(t, "different_machines", 0)[keep] != 0).astype(np.int64) << 6))
-    s_or_t = (sched | term)[keep]
-    tk = time[keep]
+    if all_live:  # the first row earlier than the running max is the first one earlier than its predecessor
+        back = np.flatnonzero(time[1:] < time[:-1])[:1] + 1
+    else:
+        back = np.flatnonzero(live & (live_time < np.maximum.accumulate(np.r_[-1, live_time[:-1]])))
+    first = int(np.argmax(live)) if live.any() else -1
+    kind = _EVENT_KIND[event]
+    if not all_live:
+        kind = np.where(live, kind, _OTHER)
+    keep = None if bool((kind != _OTHER).all()) else np.flatnonzero(kind != _OTHER)
+
+    def kept(a):
+        return a if keep is None else a[keep]
+
+    kind, tk, cpu, mem = kept(kind), kept(time), kept(cpu), kept(mem)
+    submit, sched, s_or_t = kind == _SUBMIT, kind == _SCHEDULE, kind >= _SCHEDULE
+    seq = (np.int64(part_no) << np.int64(32)) + (np.arange(len(time)) if keep is None else keep)
+    flags = (kept(priority) | (kept(numpy_column(t, "sched_class", 0)) << 4)
+             | ((kept(numpy_column(t, "different_machines", 0)) != 0).astype(np.int64) << 6))
     rows = {
-        "key": (job[keep] << np.int64(INDEX_BITS)) | index[keep],
-        "submit_time": np.where(submit[keep], tk, _NONE_MIN), "sched_time": np.where(sched[keep], tk, _NONE_MIN),
-        "last": np.where(s_or_t, 2 * seq + term[keep], -1), "last_time": np.where(s_or_t, tk, -1),
-        "cpu": np.where(has_req, cpu[keep], np.nan), "mem": mem[keep], "disk": np.nan_to_num(disk[keep], nan=0.0),
-        "flags": flags.astype(np.int16),
+        "key": (kept(job) << np.int64(INDEX_BITS)) | kept(index),
+        "submit_time": np.where(submit, tk, _NONE_MIN), "sched_time": np.where(sched, tk, _NONE_MIN),
+        "last": np.where(s_or_t, 2 * seq + (kind == _TERMINAL), -1), "last_time": np.where(s_or_t, tk, -1),
+        "cpu": np.where(submit & ~np.isnan(mem), cpu, np.nan), "mem": mem,
+        "disk": np.nan_to_num(kept(disk), nan=0.0), "flags": flags.astype(np.int16),
     }
     counts = {"event_rows": t.num_rows, "sentinel_rows": int(np.sum(~live)),
-              "last_time_us": int(max(prev_time, live_time.max(initial=-1)))}
+              "last_time_us": int(live_time.max(initial=-1)), "back_row": int(back[0]) if back.size else -1,
+              "back_time": int(time[back[0]]) if back.size else -1,
+              "first_row": first, "first_time": int(time[first]) if first >= 0 else -1}
     return rows, counts
+
+
+def _check_order(path: str, c: dict[str, int], prev_time: int) -> None:
+    """Raise InputError naming the first line of a part whose time is earlier than a previous event's."""
+    rows = [r for r in (c["back_row"], c["first_row"] if 0 <= c["first_time"] < prev_time else -1) if r >= 0]
+    if rows:
+        row = min(rows)
+        time = c["first_time"] if row == c["first_row"] else c["back_time"]
+        raise InputError(f"{path}, line {row + 1}: time {time} is earlier than a previous "
+                         f"event's (part files must be in time order)")
+
+
+def _read_part(path: str, part_no: int):
+    """One task_events part read, encoded and reduced to one row per task (a worker thread's job)."""
+    table = read_csv(path, TASK_COLUMNS, _TASK_READ)
+    rows, counts = _encode_part(table, path, part_no)
+    del table
+    return _reduce(rows), counts  # a part's own rows first: ~3x fewer, and sorted while in cache
 
 
 # Cached task columns whose values repeat (requests, flags, job IDs); the times and task indices are stored plain.
 DICTIONARY_COLUMNS = ("job", "job_code", "cpu", "mem", "disk", "priority", "sched_class", "different_machines",
                       "observed_end")
-PREFETCH = 2  # part files read ahead, in a thread, while the current one is encoded
 
 
 def _reduce_tasks(files: list[str], progress, machine_files: list[str]):
     """All task_events parts, streamed: (the per-task reduction, the event counts, the machine table).
 
-    The reader thread reads the machine events after the last part, while this thread
-    merges the part reductions.
+    One worker thread per core reads, encodes and reduces parts (pyarrow, ISA-L and
+    numpy release the GIL), at most two parts a worker ahead of this thread, which
+    checks their time order and merges their reductions in part order; the machine
+    events are the workers' last job.
     """
     merged, pending, pending_rows = [], [], 0
     counts = {"event_rows": 0, "sentinel_rows": 0, "last_time_us": 0}
-    # The reader's jobs in order: every part, then the machine events.
-    jobs = iter([functools.partial(_read_part, f) for f in files] + [functools.partial(_machine_table, machine_files)])
-    with ThreadPoolExecutor(1) as reader:
-        ahead = collections.deque(reader.submit(job) for job in itertools.islice(jobs, PREFETCH))
+    workers = max(1, min(cores(), len(files)))
+    jobs = iter([functools.partial(_read_part, f, i) for i, f in enumerate(files)]
+                + [functools.partial(_machine_table, machine_files)])
+    with ThreadPoolExecutor(workers) as pool:
+        ahead = collections.deque(pool.submit(job) for job in itertools.islice(jobs, 2 * workers))
         for part_no, path in enumerate(files):
-            table = ahead.popleft().result()
+            part, c = ahead.popleft().result()
             job = next(jobs, None)
             if job is not None:
-                ahead.append(reader.submit(job))
-            rows, c = _encode_part(table, path, part_no, counts["last_time_us"])
-            del table
-            part = _reduce(rows)  # a part's own rows first: ~3x fewer, and sorted while in cache
+                ahead.append(pool.submit(job))
+            _check_order(path, c, counts["last_time_us"])
             counts["event_rows"] += c["event_rows"]
             counts["sentinel_rows"] += c["sentinel_rows"]
-            counts["last_time_us"] = c["last_time_us"]
+            counts["last_time_us"] = max(counts["last_time_us"], c["last_time_us"])
             pending.append(part)
             pending_rows += len(part["key"])
             if pending_rows >= max(MERGE_MIN_ROWS, len(merged[0]["key"]) if merged else 0):
                 merged, pending, pending_rows = [_reduce(_concat(merged + pending))], [], 0
             if progress is not None:
                 progress(part_no + 1, len(files))
-        reduced = _reduce(_concat(merged + pending))
+        reduced = _merge(merged + pending, pool, workers)
         return reduced, counts, ahead.popleft().result()
+
+
+def _merge(parts: list[dict[str, np.ndarray]], pool: ThreadPoolExecutor, pieces: int) -> dict[str, np.ndarray]:
+    """`_reduce` of the parts' reductions (each sorted by key), in `pieces` key ranges reduced on `pool`.
+
+    A key's rows all fall in one range and keep their part order there, so the pieces,
+    joined in key order, are exactly the reduction of all the rows at once.
+    """
+    total = sum(len(p["key"]) for p in parts)
+    if pieces <= 1 or total < MERGE_SPLIT_ROWS:
+        return _reduce(_concat(parts))
+    sample = np.sort(np.concatenate([p["key"][:: max(1, len(p["key"]) // 256)] for p in parts]))
+    bounds = np.unique(sample[(np.arange(1, pieces) * len(sample)) // pieces])
+    cuts = [np.r_[0, np.searchsorted(p["key"], bounds), len(p["key"])] for p in parts]
+    jobs = [pool.submit(lambda j=j: _reduce(_concat([{f: a[c[j]:c[j + 1]] for f, a in p.items()}
+                                                       for p, c in zip(parts, cuts)])))
+            for j in range(len(bounds) + 1)]
+    return _concat([job.result() for job in jobs])
 
 
 def _task_table(r: dict[str, np.ndarray], trace_end_us: int) -> tuple[pa.Table, dict[str, int]]:
