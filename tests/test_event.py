@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -72,6 +73,61 @@ def test_replay_matches_the_reference_engine(sample_k, preempt):
     assert compared >= 0.8 * 5 * len(names), compared
     assert queued > 100  # the cases do exercise the pending queue
     assert (evicted > 20) == preempt
+
+
+def overloaded_case(seed, M=24, N=300, shapes=12):
+    """A cluster overloaded for most of the replay: most tasks wait, with few distinct demands."""
+    g = np.random.default_rng(seed)
+    cap = g.choice([0.5, 1.0], size=(M, 2)).astype(np.float32)
+    pool = (g.integers(1, 24, size=(shapes, 2)) / 64).astype(np.float32)
+    arrival = np.sort(g.integers(0, 200, N)).astype(np.float64)
+    return Cluster(cap), Workload(demand=pool[g.integers(0, shapes, N)], priority=g.choice([0, 1, 4, 9, 10], N),
+                                  arrival=arrival, duration=g.integers(1, 300, N).astype(np.float64))
+
+
+@pytest.fixture
+def engine_knobs(monkeypatch):
+    """Set event-mode constants for one test; compiled programs read them, so caches are cleared around it."""
+    def set_knobs(**knobs):
+        for name, value in knobs.items():
+            monkeypatch.setattr(event, name, value)
+        jax.clear_caches()
+
+    yield set_knobs
+    monkeypatch.undo()
+    jax.clear_caches()
+
+
+SMALL_LISTS = {"QUEUE_WINDOW": 2, "LIST_AHEAD": 1, "GROUP_BLOCKS": 1}
+
+
+@pytest.mark.parametrize("knobs,seed,sample_k,preempt", [
+    ({}, 0, 4, False),
+    ({}, 1, 0, False),
+    ({}, 2, 4, True),
+    # drain lists built a few entries at a time, one bitmap block per pass, windows of two tries
+    (SMALL_LISTS, 3, 4, True),
+    # the same, with the list found by reading the whole queue (more live classes than MAX_LIVE)
+    (dict(SMALL_LISTS, MAX_LIVE=1, PASS_CHUNK=64), 4, 4, False),
+])
+def test_long_queue_matches_the_reference_engine(engine_knobs, knobs, seed, sample_k, preempt):
+    """Under overload the drain's certain failures are counted without draws (class
+    certificates), and only the entries of classes that may fit are listed and tried: the runs
+    are still exactly the reference's, which tries every entry with draws."""
+    engine_knobs(**knobs)
+    names = ("first_fit", "best_fit")
+    cluster, wl = overloaded_case(seed)
+    keys = jnp.concatenate([rng.trial_keys(seed, "event", 1)] * len(names))
+    rep = event.replay(cluster, wl, event.EventConfig(names, sample_k=sample_k, preempt=preempt), keys)
+    waited = rep.first_start > np.rint(np.asarray(wl.arrival) * 1000).astype(np.int64)
+    assert waited.sum(axis=1).min() > 60  # the queue is long
+    assert rep.drain_certain.min() > 5 * rep.drain_draws.max() > 0  # most drain tries need no draws
+    for b, (segs, first, evictions, tie) in enumerate(reference_rows(cluster, wl, rep, names, sample_k,
+                                                                     preempt, keys)):
+        assert not tie
+        np.testing.assert_array_equal(rep.segments[b], segs, err_msg=f"{names[b]} seed {seed}")
+        np.testing.assert_array_equal(rep.first_start[b], first)
+        assert rep.evictions[b] == evictions
 
 
 @pytest.mark.parametrize("preempt", [False, True])
