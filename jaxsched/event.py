@@ -432,7 +432,9 @@ def _raise(st, free, classes, rows, x):
     w1 = jnp.where(any_ | _class_fits(st, free, w1), w1, -1)
     w2 = jnp.where(_class_fits(st, free, w2), w2, -1)
     xc = x[:, None]
-    fits_x = _class_fits(st, free, jnp.broadcast_to(xc, w1.shape))
+    fx = jnp.clip(x, 0, Mp - 1)
+    fits_x = feasible(tuple(st.class_demand[None, :, r] for r in range(R)), tuple(
+        free[_rows(x), r, fx][:, None] for r in range(R)), tuple(st.inv[r, fx][:, None] for r in range(R)))
     joins = rows[:, None] & fits_x & ~any_ & (w1 != xc) & (w2 != xc)
     full = joins & (w1 != -1) & (w2 != -1)
     w1n = jnp.where(full, W_ANY, jnp.where(joins & (w1 == -1), xc, w1))
@@ -485,15 +487,20 @@ def _list_candidates(queue, live, tail, count, positions):
     return queue, count + jnp.sum(cand, axis=1, dtype=jnp.int32)
 
 
-def _live_classes(st, free, classes, bound, rows):
+def _live_classes(st, free, classes, bound, rows, witnesses_fit=False):
     """bool[B, Cp]: the classes of the rows `rows` bool[B] whose queued entries a drain tries
-    and that may fit somewhere now (no certificate, or a witness that fits)."""
+    and that may fit somewhere now (no certificate, or a witness that fits). witnesses_fit:
+    every witness is known to fit now (just after `_raise`), so none is looked up."""
     w1, w2 = classes[:, C_W1], classes[:, C_W2]
     passes = rows[:, None] & jnp.all(st.class_demand[None] <= bound[:, None, :] + FEASIBILITY_TOL, axis=2)
-    return passes & (classes[:, C_QUEUED] > 0) & ((w1 == W_ANY) | _class_fits(st, free, w1) | _class_fits(st, free, w2))
+    if witnesses_fit:
+        may_fit = (w1 == W_ANY) | (w1 >= 0) | (w2 >= 0)
+    else:
+        may_fit = (w1 == W_ANY) | _class_fits(st, free, w1) | _class_fits(st, free, w2)
+    return passes & (classes[:, C_QUEUED] > 0) & may_fit
 
 
-def _list_more(st, free, queue, blocks, classes, bound, tail, rows, cursor, count, target):
+def _list_more(st, free, queue, blocks, classes, bound, tail, rows, cursor, count, target, witnesses_fit=False):
     """More of the drain list of the rows `rows` bool[B]: the entries of live classes from
     queue position `cursor` on, appended at `count` until it reaches `target` (or the queue
     ends): (queue, cursor, count).
@@ -505,7 +512,7 @@ def _list_more(st, free, queue, blocks, classes, bound, tail, rows, cursor, coun
     B, _, L = queue.shape
     Cp = blocks.shape[1]
     b = _rows(tail)
-    live = _live_classes(st, free, classes, bound, rows)
+    live = _live_classes(st, free, classes, bound, rows, witnesses_fit)
     active = lambda cur, n: rows & (n < target) & (cur < tail) & jnp.any(live, axis=1)
     few = jnp.all(jnp.sum(live, axis=1) <= MAX_LIVE)
     span = SPAN_WORDS << WORD_SHIFT
@@ -562,10 +569,11 @@ def _drain_pass(st, free, classes, old_bound, rows, num_machines):
     (`bound`) at its start: C_TRIES counts that try for their whole class. The entries of a
     class certified to fit nowhere fail for sure and need nothing more; the others, of the
     drain's live classes, are listed as the drain goes (`_list_more`) and tried with draws.
+    It follows `_raise` on the same free space, so every witness fits.
     """
     bound = jnp.where(rows[:, None], jnp.max(free[:, :, :num_machines], axis=2), old_bound)
     passes = rows[:, None] & jnp.all(st.class_demand[None] <= bound[:, None, :] + FEASIBILITY_TOL, axis=2)
-    live = _live_classes(st, free, classes, bound, rows)
+    live = _live_classes(st, free, classes, bound, rows, witnesses_fit=True)
     skipped = jnp.sum(jnp.where(passes & ~live, classes[:, C_QUEUED], 0), axis=1, dtype=jnp.int32)
     return classes.at[:, C_TRIES].add(passes.astype(jnp.int32)), bound, skipped
 
@@ -823,7 +831,8 @@ def _step(cfg, st, state, num_machines, num_tasks):
     classes, bound, skipped = _when(jnp.any(start_drain), lambda a: _drain_pass(
         st, free, a[0], a[1], start_drain, num_machines), (classes, state.bound, zeros_i))
     queue, lcur, listed = _when(jnp.any(start_drain), lambda a: _list_more(
-        st, free, a[0], blocks, classes, bound, tail, start_drain, zeros_i, zeros_i, jnp.full_like(tail, width)),
+        st, free, a[0], blocks, classes, bound, tail, start_drain, zeros_i, zeros_i, jnp.full_like(tail, width),
+        witnesses_fit=True),
                                 (queue, ctl[:, LCUR], zeros_i))
     ncand = jnp.where(start_drain, listed, ncand)
     lcur = jnp.where(start_drain, lcur, ctl[:, LCUR])
