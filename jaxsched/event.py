@@ -166,7 +166,7 @@ class EventState(NamedTuple):
 
 MACH, REM, ATT, FIRST, CUR = range(5)
 (ARRIVED, NSEG, TAIL, NQ, NEVICT, MODE, NOW, POS, BAND, EV_TASK, EV_MACH, NCAND, LCUR, DRAWN, DRAWN_HI,
- CERTAIN, CERTAIN_HI) = range(17)  # DRAWN and CERTAIN: 64-bit counts, the low word read as unsigned
+ TRIES, TRIES_HI) = range(17)  # DRAWN and TRIES (drain tries): 64-bit counts, the low word read as unsigned
 EVENT, DRAIN, EVICT = range(3)  # what a row's next step does
 # Queue fields: the task, its demand class, its attempts as base + (the class's C_TRIES now -
 # its value at entry), and, during a drain, the queue positions of the drain's candidates.
@@ -574,8 +574,8 @@ def _drain_pass(st, free, classes, old_bound, rows, num_machines):
     bound = jnp.where(rows[:, None], jnp.max(free[:, :, :num_machines], axis=2), old_bound)
     passes = rows[:, None] & jnp.all(st.class_demand[None] <= bound[:, None, :] + FEASIBILITY_TOL, axis=2)
     live = _live_classes(st, free, classes, bound, rows, witnesses_fit=True)
-    skipped = jnp.sum(jnp.where(passes & ~live, classes[:, C_QUEUED], 0), axis=1, dtype=jnp.int32)
-    return classes.at[:, C_TRIES].add(passes.astype(jnp.int32)), bound, skipped
+    tries = jnp.sum(jnp.where(passes, classes[:, C_QUEUED], 0), axis=1, dtype=jnp.int32)
+    return classes.at[:, C_TRIES].add(passes.astype(jnp.int32)), bound, tries
 
 
 def _step(cfg, st, state, num_machines, num_tasks):
@@ -639,7 +639,6 @@ def _step(cfg, st, state, num_machines, num_tasks):
         stop_m = jnp.where(stopping, state.task[b, MACH, stop_t], none)
         stop_seg = jnp.where(stopping, state.task[b, CUR, stop_t], S)
 
-        # DRAIN rows: the window of the drain's candidate list at POS, those of the current band.
         # DRAIN rows: the window of the drain's list at POS, its entries of the current band. An
         # entry whose class is certified to fit nowhere but on witnesses, none of which fits now,
         # fails for sure (its try was counted at the drain's start): windows of such entries
@@ -667,22 +666,19 @@ def _step(cfg, st, state, num_machines, num_tasks):
                 return in_drain & ~jnp.any(c[1]["drawn"], axis=1) & (c[0] < ncand)
 
             def next_window(c):
-                start, _, passed = c
-                move = barren(c)
-                start = jnp.where(move, jnp.minimum(start + width, ncand), start)
-                return start, window_at(start), passed + jnp.where(move, jnp.sum(c[1]["cand"], axis=1,
-                                                                                   dtype=jnp.int32), 0)
+                start = jnp.where(barren(c), jnp.minimum(c[0] + width, ncand), c[0])
+                return start, window_at(start)
 
-            return lax.while_loop(lambda c: jnp.any(barren(c)), next_window, (pos, window_at(pos), zeros_i))
+            return lax.while_loop(lambda c: jnp.any(barren(c)), next_window, (pos, window_at(pos)))
 
         shapes = jax.eval_shape(window_reads)
-        start, win, passed = lax.cond(jnp.any(in_drain), window_reads, lambda: jax.tree_util.tree_map(
+        start, win = lax.cond(jnp.any(in_drain), window_reads, lambda: jax.tree_util.tree_map(
             lambda x: jnp.zeros(x.shape, x.dtype), shapes))
         # The attempts of whoever joins the queue's tail: a victim or an evicting task that gave up.
         enq_att = state.task[b, ATT, jnp.where(evicts, victim, ev_task)]
         return dict(is_end=is_end, is_arr=is_arr, now=now, want=want, victim=victim, has_victim=has_victim,
                     evicts=evicts, stop_t=stop_t, stopping=stopping, old_end=old_end, stop_m=stop_m,
-                    stop_seg=stop_seg, start=start, passed=passed, **win,
+                    stop_seg=stop_seg, start=start, **win,
                     enq_att=enq_att, arr_att=state.task[b, ATT, arrived])
 
     r = _materialize(always, first_reads)
@@ -828,7 +824,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
     NW = state.blocks.shape[2]
     blocks = state.blocks.at[b, enq_c, jnp.where(enq, word, NW)].set(
         state.blocks[b, enq_c, jnp.minimum(word, NW - 1)] | bit, mode="drop")
-    classes, bound, skipped = _when(jnp.any(start_drain), lambda a: _drain_pass(
+    classes, bound, drain_tries = _when(jnp.any(start_drain), lambda a: _drain_pass(
         st, free, a[0], a[1], start_drain, num_machines), (classes, state.bound, zeros_i))
     queue, lcur, listed = _when(jnp.any(start_drain), lambda a: _list_more(
         st, free, a[0], blocks, classes, bound, tail, start_drain, zeros_i, zeros_i, jnp.full_like(tail, width),
@@ -856,8 +852,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
            NCAND: ncand, LCUR: lcur}
     new[DRAWN], new[DRAWN_HI] = _add64(ctl[:, DRAWN], ctl[:, DRAWN_HI],
                                        jnp.sum(tried & q["drawn"], axis=1, dtype=jnp.int32))
-    new[CERTAIN], new[CERTAIN_HI] = _add64(ctl[:, CERTAIN], ctl[:, CERTAIN_HI], skipped + r["passed"] + jnp.sum(
-        tried & ~q["drawn"], axis=1, dtype=jnp.int32))
+    new[TRIES], new[TRIES_HI] = _add64(ctl[:, TRIES], ctl[:, TRIES_HI], drain_tries)
     ctl = jnp.stack([new[k] for k in range(len(new))], axis=1)
     state = EventState(free=free, end=end, chunk_min=chunk_min, task=task, seg=seg, queue=queue, classes=classes,
                        blocks=blocks, bound=bound, ctl=ctl)
@@ -956,7 +951,7 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
         classes=jnp.asarray(np.broadcast_to(np.array([-1, -1, 0, 0], np.int32)[None, :, None], (B, 4, Cp))),
         blocks=jnp.zeros((B, Cp, L >> WORD_SHIFT), jnp.uint32),
         bound=jnp.zeros((B, R), jnp.float32),
-        ctl=jnp.zeros((B, CERTAIN_HI + 1), jnp.int32))
+        ctl=jnp.zeros((B, TRIES_HI + 1), jnp.int32))
     state, steps = _replay_on_devices(state, st, cfg, M, N, progress)
     counts = np.asarray(state.ctl)
     if np.any(counts[:, NSEG] > S):
@@ -972,7 +967,8 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
     first_start[:, inputs.order] = first
     return Replay(inputs=inputs, segments=segments, first_start=first_start,
                   evictions=counts[:, NEVICT].astype(np.int64), steps=steps,
-                  drain_draws=_count64(counts, DRAWN), drain_certain=_count64(counts, CERTAIN))
+                  drain_draws=_count64(counts, DRAWN),
+                  drain_certain=_count64(counts, TRIES) - _count64(counts, DRAWN))
 
 
 def _drive(state, st, cfg, M, N, report):

@@ -8,6 +8,7 @@ of the counter hash that draws the machines. No code is shared with jaxsched.eve
 from __future__ import annotations
 
 import heapq
+import time
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def counter_bits(words, step, lanes):
 
 
 def replay(cap, demand, arrival, duration, priority, name, sample_k=0, preempt=False, swords=(0, 0),
-           nwords=(0, 0), genome=None, slot=(0.05, 0.05), exact_scores=False):
+           nwords=(0, 0), genome=None, slot=(0.05, 0.05), exact_scores=False, stats=None, deadline=None):
     """Replay tasks 0..N-1 (in arrival order, integer ticks) through one policy.
 
     Returns (segments [(task, machine, start, end)] in start order, first start per task
@@ -44,7 +45,13 @@ def replay(cap, demand, arrival, duration, priority, name, sample_k=0, preempt=F
     another state within 1e-5 of the best score, where float32 rounding may decide; with
     exact_scores (scores computed exactly in float32 too, as on grid inputs), exact ties
     are not near ties.
+
+    stats (a dict), when given, gets the counts of events (arrivals and completions) and of
+    drain tries; deadline (a time.perf_counter() value) stops the replay early, with
+    stats["stopped"] set (a benchmark's way to time a replay too long to finish).
     """
+    stats = {} if stats is None else stats
+    stats.update(events=0, drain_tries=0, stopped=False)
     cap = np.asarray(cap, np.float64)
     demand = np.asarray(demand, np.float64)
     M = cap.shape[0]
@@ -139,6 +146,7 @@ def replay(cap, demand, arrival, duration, priority, name, sample_k=0, preempt=F
             kept = []
             for t in queue:
                 if band[t] == b and np.all(demand[t] <= ub + TOL):
+                    stats["drain_tries"] += 1
                     j = try_place(t, False)
                     if j >= 0:
                         start(t, j, now)
@@ -150,18 +158,23 @@ def replay(cap, demand, arrival, duration, priority, name, sample_k=0, preempt=F
 
     a = 0
     while True:
+        if deadline is not None and time.perf_counter() > deadline:
+            stats["stopped"] = True
+            break
         while heap and (heap[0][1] not in running or running[heap[0][1]][0] != heap[0][0]):
             heapq.heappop(heap)
         t_end = heap[0][0] if heap else INF
         t_arr = int(arrival[a]) if a < N else INF
         if heap and t_end <= t_arr:
             _, t = heapq.heappop(heap)
+            stats["events"] += 1
             stop(t, t_end)
             if queue:
                 drain(t_end)
         elif a < N:
             t = a
             a += 1
+            stats["events"] += 1
             j = try_place(t, True)
             if j < 0 and preempt and priority[t] >= PRODUCTION:
                 j = evict_for(t, t_arr)

@@ -35,7 +35,8 @@ def grid_case(seed, M=10, N=160, heavy=True):
     return Cluster(cap), Workload(demand=dem, priority=priority, arrival=arrival, duration=duration)
 
 
-def reference_rows(cluster, workload, rep, names, sample_k, preempt, keys):
+def reference_rows(cluster, workload, rep, names, sample_k, preempt, keys, stats=None):
+    """Each row's reference replay; `stats`, a list, gets each row's reference counts."""
     inp = rep.inputs
     sw, nw = np.asarray(rng.hash_words(keys, rng.STREAM_SAMPLE)), np.asarray(rng.hash_words(keys, rng.STREAM_NOISE))
     out = []
@@ -43,7 +44,7 @@ def reference_rows(cluster, workload, rep, names, sample_k, preempt, keys):
         segs, first, evictions, tie = reference_event.replay(
             np.asarray(cluster.capacity), inp.demand, inp.arrival, inp.duration,
             np.asarray(workload.priority)[inp.order], name, sample_k, preempt, sw[b], nw[b],
-            exact_scores=name in EXACT)
+            exact_scores=name in EXACT, stats=None if stats is None else stats.setdefault(b, {}))
         segs = np.asarray(segs, np.int64).reshape(-1, 4)
         segs[:, 0] = inp.order[segs[:, 0]]
         first_start = np.full(len(first), -1, np.int64)
@@ -122,9 +123,13 @@ def test_long_queue_matches_the_reference_engine(engine_knobs, knobs, seed, samp
     waited = rep.first_start > np.rint(np.asarray(wl.arrival) * 1000).astype(np.int64)
     assert waited.sum(axis=1).min() > 60  # the queue is long
     assert rep.drain_certain.min() > 5 * rep.drain_draws.max() > 0  # most drain tries need no draws
+    stats = {}
     for b, (segs, first, evictions, tie) in enumerate(reference_rows(cluster, wl, rep, names, sample_k,
-                                                                     preempt, keys)):
+                                                                     preempt, keys, stats)):
         assert not tie
+        # every try of the reference's drains is one the replay drew for or certified to fail
+        assert rep.drain_draws[b] + rep.drain_certain[b] == stats[b]["drain_tries"]
+        assert stats[b]["events"] == 2 * wl.num_tasks  # an arrival and a completion each
         np.testing.assert_array_equal(rep.segments[b], segs, err_msg=f"{names[b]} seed {seed}")
         np.testing.assert_array_equal(rep.first_start[b], first)
         assert rep.evictions[b] == evictions
