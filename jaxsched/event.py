@@ -28,8 +28,12 @@ The engine keeps every (policy, trial) row in fixed-size arrays (running tasks b
 number with a two-level minimum over end times, the queue as an append-only log with
 compaction, a log of run segments) and masks instead of data-dependent shapes. The
 costly paths (full-scan fallback, queue drain, eviction) run under a `lax.cond` on
-whether any row needs them. The host turns the run segments into the reported figures
-(`jaxsched.eventstats`).
+whether any row needs them. A drain makes the reference's tries without the work of
+those certain to fail: tasks of one demand and band form a class, whose certificate (the
+at most two machines it may still fit on) shows most tries to fail without draws; those
+are counted per class, and only the entries of classes that may fit are listed (through
+per-class bitmaps of queue blocks) and tried. The host turns the run segments into the
+reported figures (`jaxsched.eventstats`).
 """
 
 from __future__ import annotations
