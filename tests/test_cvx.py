@@ -20,6 +20,7 @@ from jaxsched.errors import InputError
 
 import reference_cvx
 from cli_runner import run
+from samples import needs_samples
 
 CASES = [(30, 1.3, 1), (50, 1.5, 2), (40, 0.9, 3), (60, 2.0, 4)]
 
@@ -213,6 +214,7 @@ def test_cli_cvx_online(tmp_path, capsys):
     assert "x500" in out
 
 
+@needs_samples
 def test_cli_cvx_on_the_trace_sample(capsys):
     code, out, err = run(["cvx", "--trace-dir", TRACE, "--max-tasks", "3000"], capsys)
     assert code == 0, err

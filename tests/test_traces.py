@@ -13,12 +13,9 @@ from jaxsched.errors import InputError
 from jaxsched.traces import google2011, load_alibaba_gpu, load_google2011, load_trace
 
 import reference_trace
+from samples import ALIBABA, GOOGLE, needs_samples
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "data")
-GOOGLE = os.path.join(DATA, "google2011")
-ALIBABA = os.path.join(DATA, "alibaba-gpu-v2023")
 S = 2**63 - 1
-needs_samples = pytest.mark.skipif(not os.path.isdir(GOOGLE), reason="shared/data samples not present")
 
 
 def task_row(time, job, index, event, cpu="", mem="", prio=0, cls=0, diff="", missing=""):
