@@ -181,6 +181,8 @@ Q_TASK, Q_CLASS, Q_BASE, Q_SNAP, Q_LIST = range(5)
 # entries; C_QUEUED its entries in the queue.
 C_W1, C_W2, C_TRIES, C_QUEUED = range(4)
 W_ANY = -2
+
+
 class _Static(NamedTuple):
     """Traced inputs shared by every step."""
 
@@ -491,12 +493,17 @@ def _list_candidates(queue, live, tail, count, positions):
     return queue, count + jnp.sum(cand, axis=1, dtype=jnp.int32)
 
 
+def _passing(st, bound, rows):
+    """bool[B, Cp]: the classes of the rows `rows` bool[B] whose demand fits the drain's bound."""
+    return rows[:, None] & jnp.all(st.class_demand[None] <= bound[:, None, :] + FEASIBILITY_TOL, axis=2)
+
+
 def _live_classes(st, free, classes, bound, rows, witnesses_fit=False):
     """bool[B, Cp]: the classes of the rows `rows` bool[B] whose queued entries a drain tries
     and that may fit somewhere now (no certificate, or a witness that fits). witnesses_fit:
     every witness is known to fit now (just after `_raise`), so none is looked up."""
     w1, w2 = classes[:, C_W1], classes[:, C_W2]
-    passes = rows[:, None] & jnp.all(st.class_demand[None] <= bound[:, None, :] + FEASIBILITY_TOL, axis=2)
+    passes = _passing(st, bound, rows)
     if witnesses_fit:
         may_fit = (w1 == W_ANY) | (w1 >= 0) | (w2 >= 0)
     else:
@@ -567,17 +574,15 @@ def _list_more(st, free, queue, blocks, classes, bound, tail, rows, cursor, coun
 
 def _drain_pass(st, free, classes, old_bound, rows, num_machines):
     """The start of a drain in the rows `rows` bool[B]: (classes, bound f32[B, R] (`old_bound`
-    elsewhere), certain failures i32[B]).
+    elsewhere), the drain's tries i32[B]).
 
     A drain tries, once each, the entries whose demand fits the maximum free per dimension
     (`bound`) at its start: C_TRIES counts that try for their whole class. The entries of a
     class certified to fit nowhere fail for sure and need nothing more; the others, of the
     drain's live classes, are listed as the drain goes (`_list_more`) and tried with draws.
-    It follows `_raise` on the same free space, so every witness fits.
     """
     bound = jnp.where(rows[:, None], jnp.max(free[:, :, :num_machines], axis=2), old_bound)
-    passes = rows[:, None] & jnp.all(st.class_demand[None] <= bound[:, None, :] + FEASIBILITY_TOL, axis=2)
-    live = _live_classes(st, free, classes, bound, rows, witnesses_fit=True)
+    passes = _passing(st, bound, rows)
     tries = jnp.sum(jnp.where(passes, classes[:, C_QUEUED], 0), axis=1, dtype=jnp.int32)
     return classes.at[:, C_TRIES].add(passes.astype(jnp.int32)), bound, tries
 
@@ -655,7 +660,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
             safe = jnp.maximum(fields[:, Q_TASK], 0)
             cand = listed & (fields[:, Q_TASK] >= 0) & (st.band[safe] == band[:, None])
             cls = fields[:, Q_CLASS]
-            of_class = state.classes[b[:, None, None], jnp.arange(3, dtype=jnp.int32)[None, :, None], cls[:, None, :]]
+            of_class = state.classes[b[:, None, None], jnp.arange(C_TRIES + 1, dtype=jnp.int32)[None, :, None], cls[:, None, :]]
             # The drain's try was counted in C_TRIES at its start.
             att = fields[:, Q_BASE] + of_class[:, C_TRIES] - 1 - fields[:, Q_SNAP]
             w1, w2 = of_class[:, C_W1], of_class[:, C_W2]
