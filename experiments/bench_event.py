@@ -83,17 +83,18 @@ def reference_run(cap, inp, priority, name, b, k, keys, deadline=None):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trace-dir", default=os.path.join(ROOT, "..", "shared", "data", "google2011"))
-    ap.add_argument("--prefix", type=int, default=60_000, help="tasks (by arrival) the reference replays")
+    ap.add_argument("--prefix", type=int, default=None,
+                    help="tasks (by arrival) the reference replays (default 60,000; 5,000 with --quick)")
     ap.add_argument("--sample-k", type=int, default=64)
     ap.add_argument("--ref-budget", type=float, default=120.0,
                     help="seconds per policy the reference runs on the full sample (it cannot finish)")
-    ap.add_argument("--quick", action="store_true", help="prefix 5,000 tasks and no full-sample run")
+    ap.add_argument("--quick", action="store_true", help="the prefix only (5,000 tasks unless --prefix), no full sample")
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench_event.json"))
     add_cpu_devices_arg(ap)
     a = ap.parse_args()
     apply_cpu_devices(a.cpu_devices)
-    if a.quick:
-        a.prefix = 5_000
+    if a.prefix is None:
+        a.prefix = 5_000 if a.quick else 60_000
     trace = load_trace(a.trace_dir)
     order = np.argsort(np.asarray(trace.workload.arrival), kind="stable")
     hw = hardware()

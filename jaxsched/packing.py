@@ -41,7 +41,7 @@ from .errors import InputError
 
 from . import rng
 from .devices import SlowestShare, on_devices
-from .policies import (ALPHA_EVOLVE_GENOME, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines,
+from .policies import (ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines,
                        slot_vector)
 from .types import Cluster, PackState, Workload
 
@@ -157,12 +157,15 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     return jnp.where(found, j, none)
 
 
-def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback):
-    """Power-of-K choice per (row, trial) among machines idx i32[T, K]: i32[P, T].
+def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None):
+    """Power-of-K choice per (row, trial) among machines idx i32[T, K]: (i32[P, T], free).
 
     free f32[P, T, R, Mp] and inv f32[R, Mp], or both in `to_pairs` form (complex64, C rows
-    for R). With `fallback`, rows whose K draws are all infeasible get a full scan;
-    without it they get `none` and the caller must redo the block with the fallback on.
+    for R). With `fallback`, rows whose K draws are all infeasible get a full scan, unless
+    `bound` f32[P, T, R] (at least each row's largest free value per dimension) shows that
+    the task fits no machine; without it they get `none` and the caller must redo the
+    block with the fallback on. `free` comes back unchanged (the caller must use the
+    returned one: it is passed through the fallback's loop so that XLA does not copy it).
     """
     P, T, C, Mp = free.shape
     R = d.shape[-1]
@@ -179,19 +182,38 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback):
     tied = (s == best) & (best > -jnp.inf)
     j = jnp.min(jnp.where(tied, idx[None], none), axis=-1).astype(jnp.int32)
     if not fallback:
-        return j
+        return j, free
     missing = j == none
+    if bound is not None:  # feasibility needs d_x <= f_x + tol on every dimension: not if d_x > max f_x + tol
+        missing = missing & jnp.all(d <= bound + FEASIBILITY_TOL, axis=-1)
     unpair = (lambda x: from_pairs(x, R)) if paired else (lambda x: x)
-    return lax.cond(jnp.any(missing),
-                    lambda: _fallback(cfg, unpair(free), d, unpair(inv), genomes, nwords, step, none, missing, j),
-                    lambda: j)
+
+    # A while loop of at most one trip, not a lax.cond: a cond that reads the state makes
+    # XLA copy all of it every step, while the loop passes it through its carry in place.
+    def scan_missing(c):
+        _, j_in, state = c
+        return jnp.bool_(False), _fallback(cfg, state, unpair, d, unpair(inv), genomes, nwords, step, none,
+                                           missing, j_in), state
+
+    _, j, free = lax.while_loop(lambda c: c[0], scan_missing, (jnp.any(missing), j, free))
+    return j, free
+
+
+def row_bound(free, R: int):
+    """Each (row, trial)'s largest free value per dimension, f32[P, T, R] (free possibly in pairs)."""
+    if jnp.iscomplexobj(free):
+        m = jnp.max(jnp.stack([free.real, free.imag], axis=-2), axis=-1)  # [P, T, C, 2]
+        return m.reshape(*free.shape[:2], -1)[..., :R]
+    return jnp.max(free, axis=-1)
 
 
 FALLBACK_ROWS = 4  # rows of one policy gathered per full-scan fallback pass
 
 
-def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
+def _fallback(cfg, free, unpair, d, inv, genomes, nwords, step, none, missing, j):
     """j with a full scan for the (row, trial) pairs in `missing`: i32[P, T].
+
+    free may be in `to_pairs` form: `unpair` converts what is gathered from it.
 
     Only those pairs are scanned, FALLBACK_ROWS at a time, gathered out of their policy's
     rows (in a big batch a few rows miss at a step, and scanning all of them would cost
@@ -199,13 +221,14 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
     full cluster) skips the scoring. Policies that draw noise (per trial) scan all their
     rows. Every row gets the same answer as from a full scan of its own.
     """
-    P, T, R, Mp = free.shape
+    P, T, _, Mp = free.shape
+    R = d.shape[-1]
     out = []
     for name, lo, hi in cfg.groups():
         sub = dataclasses.replace(cfg, policies=(name,) * (hi - lo))
         miss, j_g = missing[lo:hi], j[lo:hi]
         if sub.uses_noise:
-            full = _full_scan(sub, free[lo:hi], d[lo:hi], inv, genomes[lo:hi], nwords, step, none)
+            full = _full_scan(sub, unpair(free[lo:hi]), d[lo:hi], inv, genomes[lo:hi], nwords, step, none)
             out.append(jnp.where(miss, full, j_g))
             continue
         G = (hi - lo) * T
@@ -218,7 +241,7 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
             i, res = state
             rows = lax.dynamic_slice(ids, (i * C,), (C,))
             p, t = lo + rows // T, rows % T
-            f_c, d_c = free[p, t], d[p, t]  # [C, R, Mp], [C, R]
+            f_c, d_c = unpair(free[p, t]), d[p, t]  # [C, R, Mp], [C, R]
             # Scoring is the costly part: skip it when no gathered row fits anywhere (a full cluster).
             fits = feasible(tuple(d_c[:, x, None] for x in range(R)), tuple(f_c[:, x] for x in range(R)),
                             tuple(inv[x][None] for x in range(R)))
@@ -272,11 +295,14 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     draw = lambda step: rng.sample_machines(swords, step, max(cfg.sample_k, 1), num_machines)
     idx_blk = jax.vmap(draw)(steps) if cfg.sample_k > 0 else jnp.zeros((cfg.block, 0), jnp.int32)
 
+    # Free capacity only shrinks while a snapshot packs, so the block's first maxima bound it throughout.
+    bound = row_bound(free, demand.shape[-1]) if cfg.sample_k > 0 and fallback else None
+
     def body(free, x):
         d_t, step, idx, task = x
         d = d_t[None] * scale[..., None]  # [P, T, R]
         if cfg.sample_k > 0:
-            j = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback)
+            j, free = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound)
         else:
             j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none)
         live = (step < num_tasks) & (task[None, :] < limit)
