@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .policies import columns, slots
 
@@ -58,6 +59,12 @@ def _batched(free, capacity, placed, demand, slot):
 
 
 def snapshot_metrics(free, capacity, placement, demand, slot) -> Metrics:
-    """Metrics for every (row, trial): free f32[P, T, M, R], placement i32[P, T, N]."""
-    return _batched(jnp.asarray(free), jnp.asarray(capacity, jnp.float32), jnp.asarray(placement) >= 0,
-                    jnp.asarray(demand, jnp.float32), tuple(slot))
+    """Metrics for every (row, trial): free f32[P, T, M, R], placement i32[P, T, N].
+
+    Computed on the host's CPU whatever the packing ran on: float32 sums keep their CPU
+    order, so equal placements give equal bits on a GPU run too.
+    """
+    cpu = jax.local_devices(backend="cpu")[0]
+    args = jax.device_put((np.asarray(free, np.float32), np.asarray(capacity, np.float32),
+                           np.asarray(placement) >= 0, np.asarray(demand, np.float32)), cpu)
+    return _batched(*args, tuple(slot))
