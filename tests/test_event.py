@@ -54,7 +54,7 @@ def reference_rows(cluster, workload, rep, names, sample_k, preempt, keys, stats
     return out
 
 
-SEEDS = 3
+SEEDS = 2
 
 
 @pytest.mark.parametrize("sample_k,preempt", [(0, False), (4, False), (0, True), (4, True)])
