@@ -41,8 +41,8 @@ from .errors import InputError
 
 from . import rng
 from .devices import SlowestShare, on_devices
-from .policies import (ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, feasible, get_policy, safe_inverse, score_machines,
-                       slot_vector)
+from .policies import (ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, feasible, get_policy, safe_inverse,
+                       score_machines, slot_vector)
 from .types import Cluster, PackState, Workload
 
 CHUNK = 128

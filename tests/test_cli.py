@@ -106,7 +106,8 @@ def _run_cli(tmp_path, name, env_extra, prefix=(), top=()):
     path = tmp_path / f"{name}.json"
     env = dict(os.environ, **env_extra)
     cmd = [*prefix, sys.executable, "-m", "jaxsched.cli", *top, "snapshot", "--machines", "150", "--rho", "0.98",
-           "--trials", "3", "--policy", SPLIT_POLICIES, "--sample-k", "6", "--seed", "5", "--json", str(path), "--quiet"]
+           "--trials", "3", "--policy", SPLIT_POLICIES, "--sample-k", "6", "--seed", "5", "--json", str(path),
+           "--quiet"]
     subprocess.run(cmd, env=env, check=True, timeout=600)
     return path.read_bytes()
 
