@@ -49,7 +49,7 @@ from jax import lax
 from . import rng
 from .devices import SlowestShare, on_devices
 from .errors import InputError
-from .packing import PAD_CAPACITY, PackConfig, _score_rows
+from .packing import PAD_CAPACITY, PackConfig, _score_rows, when
 from .policies import ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, feasible, safe_inverse, slot_vector
 from .types import Cluster, Workload
 
@@ -209,18 +209,6 @@ def _add64(lo, hi, x):
 def _count64(counts: np.ndarray, field: int) -> np.ndarray:
     """The 64-bit counts i64[B] kept in ctl columns field (low word) and field + 1."""
     return (counts[:, field + 1].astype(np.int64) << 32) + (counts[:, field].astype(np.int64) & 0xFFFFFFFF)
-
-
-def _when(pred, fn, operand):
-    """fn(operand) if pred else operand, as a while loop of at most one trip.
-
-    A `lax.cond` that passes the carry through makes XLA copy all of it every step (the
-    branches cannot alias their operands); a while loop updates its carry in place.
-    """
-    def body(c):
-        return jnp.bool_(False), fn(c[1])
-
-    return lax.while_loop(lambda c: c[0], body, (pred, operand))[1]
 
 
 def _rows(x):
@@ -565,8 +553,8 @@ def _list_more(st, free, queue, blocks, classes, bound, tail, rows, cursor, coun
 
         return lax.while_loop(lambda c: jnp.any(active(c[1], c[2])), body, c)
 
-    c = _when(few, by_blocks, (queue, cursor, count))
-    c = _when(~few, by_scan, c)
+    c = when(few, by_blocks, (queue, cursor, count))
+    c = when(~few, by_scan, c)
     # A row whose live classes are gone has nothing more to list.
     queue, cur, n = c
     return queue, jnp.where(rows & ~jnp.any(live, axis=1), jnp.maximum(cur, tail), cur), n
@@ -610,7 +598,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
                                    s.ctl[:, LCUR], s.ctl[:, NCAND], s.ctl[:, POS] + LIST_AHEAD * width)
         return s._replace(queue=queue, ctl=s.ctl.at[:, LCUR].set(cur).at[:, NCAND].set(n))
 
-    state = _when(jnp.any(short), extend, state)
+    state = when(jnp.any(short), extend, state)
     ctl = state.ctl
     mode = ctl[:, MODE]
     in_event, in_drain, in_evict = mode == EVENT, mode == DRAIN, mode == EVICT
@@ -783,7 +771,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
     cls_w = r["cls"]
     certified = tried & (r["w1"] != W_ANY)
     witness_fields = jnp.array([C_W1, C_W2], jnp.int32)[None, :, None]
-    classes = _when(jnp.any(certified), lambda cs: cs.at[b[:, None, None], witness_fields,
+    classes = when(jnp.any(certified), lambda cs: cs.at[b[:, None, None], witness_fields,
                                                          jnp.where(certified, cls_w, Cp)[:, None, :]].set(
         jnp.stack([q["nw1"], q["nw2"]], axis=1), mode="drop"), state.classes)
     classes = classes.at[b[:, None], witness_fields[:, :, 0], jnp.where(q["scan"], _get(cls_w, q["at"]), Cp)[:, None]].set(
@@ -827,15 +815,15 @@ def _step(cfg, st, state, num_machines, num_tasks):
     # that gained free space; a drain starts when the pass leaves it candidates.
     start_drain = is_end & (nq > 0)
     certify = start_drain | (in_evict & (ev_fits | ev_gives_up) & (nq > 0))
-    classes = _when(jnp.any(certify), lambda cs: _raise(st, free, cs, certify, jnp.where(
+    classes = when(jnp.any(certify), lambda cs: _raise(st, free, cs, certify, jnp.where(
         start_drain, r["stop_m"], ev_mach)), classes)
     word, bit = _block_bit(tail - 1)
     NW = state.blocks.shape[2]
     blocks = state.blocks.at[b, enq_c, jnp.where(enq, word, NW)].set(
         state.blocks[b, enq_c, jnp.minimum(word, NW - 1)] | bit, mode="drop")
-    classes, bound, drain_tries = _when(jnp.any(start_drain), lambda a: _drain_pass(
+    classes, bound, drain_tries = when(jnp.any(start_drain), lambda a: _drain_pass(
         st, free, a[0], a[1], start_drain, num_machines), (classes, state.bound, zeros_i))
-    queue, lcur, listed = _when(jnp.any(start_drain), lambda a: _list_more(
+    queue, lcur, listed = when(jnp.any(start_drain), lambda a: _list_more(
         st, free, a[0], blocks, classes, bound, tail, start_drain, zeros_i, zeros_i, jnp.full_like(tail, width),
         witnesses_fit=True),
                                 (queue, ctl[:, LCUR], zeros_i))
@@ -867,7 +855,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
                        blocks=blocks, bound=bound, ctl=ctl)
     # Compacting moves entries, so never in the middle of a row's drain.
     crowded = (mode != DRAIN) & (tail > 2 * nq + QUEUE_WINDOW)
-    return _when(jnp.any(crowded), lambda s: _compact(s, crowded), state)
+    return when(jnp.any(crowded), lambda s: _compact(s, crowded), state)
 
 
 def _live(state, num_tasks):

@@ -187,24 +187,26 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
     if bound is not None:  # feasibility needs d_x <= f_x + tol on every dimension: not if d_x > max f_x + tol
         missing = missing & jnp.all(d <= bound + FEASIBILITY_TOL, axis=-1)
     unpair = (lambda x: from_pairs(x, R)) if paired else (lambda x: x)
+    # The state goes through `when`'s carry: a lax.cond that read it would copy it every step.
+    return when(jnp.any(missing), lambda c: (_fallback(cfg, c[1], unpair, d, unpair(inv), genomes, nwords, step,
+                                                       none, missing, c[0]), c[1]), (j, free))
 
-    # A while loop of at most one trip, not a lax.cond: a cond that reads the state makes
-    # XLA copy all of it every step, while the loop passes it through its carry in place.
-    def scan_missing(c):
-        _, j_in, state = c
-        return jnp.bool_(False), _fallback(cfg, state, unpair, d, unpair(inv), genomes, nwords, step, none,
-                                           missing, j_in), state
 
-    _, j, free = lax.while_loop(lambda c: c[0], scan_missing, (jnp.any(missing), j, free))
-    return j, free
+def when(pred, fn, operand):
+    """fn(operand) if pred else operand, as a while loop of at most one trip.
+
+    A `lax.cond` that passes the carry through makes XLA copy all of it every step (the
+    branches cannot alias their operands); a while loop updates its carry in place.
+    """
+    def body(c):
+        return jnp.bool_(False), fn(c[1])
+
+    return lax.while_loop(lambda c: c[0], body, (pred, operand))[1]
 
 
 def row_bound(free, R: int):
     """Each (row, trial)'s largest free value per dimension, f32[P, T, R] (free possibly in pairs)."""
-    if jnp.iscomplexobj(free):
-        m = jnp.max(jnp.stack([free.real, free.imag], axis=-2), axis=-1)  # [P, T, C, 2]
-        return m.reshape(*free.shape[:2], -1)[..., :R]
-    return jnp.max(free, axis=-1)
+    return jnp.max(from_pairs(free, R) if jnp.iscomplexobj(free) else free, axis=-1)
 
 
 FALLBACK_ROWS = 4  # rows of one policy gathered per full-scan fallback pass
