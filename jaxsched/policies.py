@@ -146,6 +146,14 @@ def _cos(t: Terms):
     return jnp.where(den > 0, dsum(dmap(jnp.multiply, x, y)) / jnp.where(den > 0, den, 1.0), 0.0)
 
 
+LN10 = np.float32(np.log(10.0))
+
+
+def _pow10(x):
+    """10^x as exp(x ln 10): XLA's general pow costs about five times as much on CPU."""
+    return jnp.exp(x * LN10)
+
+
 def _pow_exp(x, logx, p):
     """x^p from log x, exact at the integer points the spec names (alpha_evolve is p = 1).
 
@@ -203,7 +211,7 @@ REGISTRY: dict[str, Policy] = dict([
     _policy("tetris", "alignment", lambda t, g: dsum(dmap(jnp.multiply, t.d, t.f))),
     _policy("align_fill", "alignment", lambda t, g: _cos(t) + 0.5 * t.fit),
     _policy("worst_fit", "spread", lambda t, g: -t.fit),
-    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, u0: jnp.power(10.0, u) - jnp.power(10.0, u0), t.u, t.u0))),
+    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, u0: _pow10(u) - _pow10(u0), t.u, t.u0))),
     _policy("convex_spread", "spread", lambda t, g: -dsum(dmap(lambda u: 1.0 / (1.05 - u), t.u))),
     _policy("balance", "dim-aware", lambda t, g: -jnp.abs(t.rho[0] - t.rho[1])),
     _policy("min_strand", "dim-aware", _min_strand),
