@@ -72,11 +72,14 @@ class PackConfig:
         return "random" in self.policies
 
 
-def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes):
-    """Scores of every (row, trial) pair on its X machines: f32[P, T, X].
+def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=None):
+    """Scores of every (row, trial) pair on its X machines: f32[P, T, X], or reduce(scores) of each policy's rows.
 
     d f32[P, T, R]; free f32[P, T, R, X] (or a tuple of R f32[P, T, X]); inv (1 / capacity)
     has (row, trial) batch axes `inv_axes` (None: shared), noise likewise `noise_axes`.
+    `reduce` applies to each policy's scores before they are joined, so that XLA fuses it
+    into their computation instead of writing all scores out (on CPU it then reduces them
+    in a separate pass, several times slower than the scoring itself).
     """
     out = []
     for name, lo, hi in cfg.groups():
@@ -91,7 +94,8 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes):
         take = lambda a: jax.tree.map(lambda x: x[rows], a)
         i = take(inv) if inv_axes[0] == 0 else inv
         n = noise[rows] if noise_axes[0] == 0 else noise
-        out.append(per_row(d[rows], take(free), i, genomes[rows], n))
+        scores = per_row(d[rows], take(free), i, genomes[rows], n)
+        out.append(scores if reduce is None else reduce(scores))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
 
@@ -141,8 +145,8 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     P, T, R, Mp = free.shape
     C = Mp // CHUNK
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
-    s = _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0))
-    chunk_max = jnp.max(s.reshape(P, T, C, CHUNK), axis=-1)
+    chunk_max = _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0),
+                            lambda s: jnp.max(s.reshape(*s.shape[:-1], C, CHUNK), axis=-1))
     best_chunk = jnp.argmax(chunk_max, axis=-1).astype(jnp.int32)  # lowest chunk among ties
     found = jnp.max(chunk_max, axis=-1) > -jnp.inf
     # Re-score the winning chunk of each row: [P, T, R, CH] gathered from the flat state.
@@ -177,10 +181,8 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
     free_s = rows(_take(free.reshape(-1), row + at[None]))  # R x [P, T, K]
     inv_s = rows(_take(inv.reshape(-1), at))  # R x [T, K]
     noise = _noise(cfg, nwords, step, idx)
-    s = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0))
-    best = jnp.max(s, axis=-1, keepdims=True)
-    tied = (s == best) & (best > -jnp.inf)
-    j = jnp.min(jnp.where(tied, idx[None], none), axis=-1).astype(jnp.int32)
+    j = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
+                    lambda s: _lowest_best(s, idx[None], none))
     if not fallback:
         return j, free
     missing = j == none
@@ -210,6 +212,32 @@ def row_bound(free, R: int):
 
 
 FALLBACK_ROWS = 4  # rows of one policy gathered per full-scan fallback pass
+FEW_FEASIBLE = 128  # a fallback pass whose rows have at most this many feasible machines scores only those
+
+
+def _best_feasible(cfg, f_c, d_c, inv, genomes, fits, none):
+    """The full scan's answer for C rows of one trial from their feasible machines alone: i32[C].
+
+    f_c f32[C, R, Mp], d_c f32[C, R], fits bool[C, Mp] (at most FEW_FEASIBLE true per row);
+    cfg has C rows of one policy that draws no noise. The feasible machines are taken in
+    index order, so ties still go to the lowest index; nonzero's filler (machine 0) is
+    either one of them again or infeasible, so it changes nothing.
+    """
+    C, R, _ = f_c.shape
+    F = max(FEW_FEASIBLE, 1)
+    ids = jax.vmap(lambda m: jnp.nonzero(m, size=F, fill_value=0)[0])(fits).astype(jnp.int32)
+    f_s = tuple(jnp.take_along_axis(f_c[:, x], ids, axis=-1)[:, None] for x in range(R))  # R x [C, 1, F]
+    inv_s = tuple(_take(inv[x], ids)[:, None] for x in range(R))
+    noise = jnp.zeros(F, jnp.float32)
+    return _score_rows(cfg, d_c[:, None], f_s, inv_s, genomes, noise, (0, 0), (None, None),
+                       lambda s: _lowest_best(s, ids[:, None], none))[:, 0]
+
+
+def _lowest_best(s, machines, none):
+    """The lowest of `machines` (broadcast against s f32[..., X]) with the top score, `none` if all are -inf."""
+    best = jnp.max(s, axis=-1, keepdims=True)
+    tied = (s == best) & (best > -jnp.inf)
+    return jnp.min(jnp.where(tied, machines, none), axis=-1).astype(jnp.int32)
 
 
 def _fallback(cfg, free, unpair, d, inv, genomes, nwords, step, none, missing, j):
@@ -221,7 +249,9 @@ def _fallback(cfg, free, unpair, d, inv, genomes, nwords, step, none, missing, j
     rows (in a big batch a few rows miss at a step, and scanning all of them would cost
     a full-scan packing), and a gathered set where the task fits no machine at all (a
     full cluster) skips the scoring. Policies that draw noise (per trial) scan all their
-    rows. Every row gets the same answer as from a full scan of its own.
+    rows. Every row gets the same answer as from a full scan of its own; where the
+    gathered rows have few feasible machines (the usual case once K draws all missed),
+    only those are scored.
     """
     P, T, _, Mp = free.shape
     R = d.shape[-1]
@@ -244,14 +274,17 @@ def _fallback(cfg, free, unpair, d, inv, genomes, nwords, step, none, missing, j
             rows = lax.dynamic_slice(ids, (i * C,), (C,))
             p, t = lo + rows // T, rows % T
             f_c, d_c = unpair(free[p, t]), d[p, t]  # [C, R, Mp], [C, R]
-            # Scoring is the costly part: skip it when no gathered row fits anywhere (a full cluster).
+            # Scoring is the costly part: skip it when no gathered row fits anywhere (a full cluster),
+            # and score only the feasible machines when there are few.
             fits = feasible(tuple(d_c[:, x, None] for x in range(R)), tuple(f_c[:, x] for x in range(R)),
                             tuple(inv[x][None] for x in range(R)))
-            found = lax.cond(
-                jnp.any(fits),
-                lambda: _full_scan(one, f_c[:, None], d_c[:, None], inv, genomes[p], nwords[:1], step, none),
-                lambda: jnp.full((C, 1), none, jnp.int32))
-            valid = i * C + jnp.arange(C, dtype=jnp.int32) < count
+            valid = i * C + jnp.arange(C, dtype=jnp.int32) < count  # the last pass may gather filler rows
+            most = jnp.max(jnp.where(valid, jnp.sum(fits, axis=-1, dtype=jnp.int32), 0))
+            found = lax.switch(
+                jnp.where(most == 0, 0, jnp.where(most <= FEW_FEASIBLE, 1, 2)),
+                (lambda: jnp.full((C, 1), none, jnp.int32),
+                 lambda: _best_feasible(one, f_c, d_c, inv, genomes[p], fits, none)[:, None],
+                 lambda: _full_scan(one, f_c[:, None], d_c[:, None], inv, genomes[p], nwords[:1], step, none)))
             res = res.at[jnp.where(valid, rows, G)].set(found[:, 0], mode="drop", unique_indices=True)
             return i + 1, res
 

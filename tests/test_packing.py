@@ -77,9 +77,15 @@ def test_batching_does_not_change_results():
         np.testing.assert_array_equal(both.free[p], alone.free[0])
 
 
-def test_fallback_of_a_few_missing_rows_in_a_big_batch():
+# few: FEW_FEASIBLE as shipped (these 24 machines: always the feasible-only scoring), 3 (both
+# kinds of pass) and 0 (always the full scan).
+@pytest.mark.parametrize("few", [packing.FEW_FEASIBLE, 3, 0])
+def test_fallback_of_a_few_missing_rows_in_a_big_batch(monkeypatch, few):
     # 7 genomes x 3 trials = 21 rows of one policy: the full-scan fallback gathers only the
-    # rows whose draws all missed, 8 at a time; each row must still be the reference packing.
+    # rows whose draws all missed, FALLBACK_ROWS at a time, and scores only their feasible
+    # machines when there are at most FEW_FEASIBLE; each row must still be the reference packing.
+    monkeypatch.setattr(packing, "FEW_FEASIBLE", few)
+    jax.clear_caches()  # the compiled blocks read FEW_FEASIBLE when traced
     cluster, wl = instance(11, M=24, N=110)
     keys = rng.trial_keys(5, "test", 3)
     g = np.random.default_rng(2)
@@ -100,6 +106,7 @@ def test_fallback_of_a_few_missing_rows_in_a_big_batch():
                 np.testing.assert_array_equal(batch.placement[p, t], want, err_msg=f"genome {p} trial {t}")
     assert checked >= 15
     assert np.mean(batch.placement < 0) > 0.05  # overloaded: the fallback ran, and found nothing often
+    jax.clear_caches()
 
 
 def test_trials_share_orders_across_policies():
