@@ -16,7 +16,9 @@
 
 Every (policy, trial) search runs in the same batched packings: a round packs, for all
 of them at once, the 2^depth - 1 candidates of their next `depth` binary-search steps
-(`search.bisect`), so the answers are those of the sequential binary search.
+(`search.bisect`), so the answers are those of the sequential binary search. A round
+packs nothing when every candidate in it asks for more total demand than the machines
+hold (`overflows`): such a packing cannot place everything, whatever the policy.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 from . import rng
 from .errors import InputError
 from .packing import PackConfig, RowVariants, pack
+from .policies import FEASIBILITY_TOL
 from .search import bisect
 from .types import Cluster, Workload
 
@@ -37,6 +40,18 @@ LAMBDA_STEP = 0.005
 STEPS_PER_UNIT = 200  # 1 / LAMBDA_STEP, exactly
 STREAM_CLONE_DRAWS = 5
 INFLATE_MODES = ("scale", "clone")
+ROUNDING = 1e-5  # relative slack for float32 rounding in `overflows`, far above what packing accumulates
+
+
+def overflows(demand, capacity, machines, tasks, cap_max) -> np.ndarray:
+    """Whether total demand f64[..., R] certainly cannot fit in total capacity f64[..., R]: bool[...].
+
+    A placement may overrun a machine by the feasibility tolerance, and float32 free
+    capacity drifts by rounding (at most a few units of 2^-24 of a capacity a task),
+    so the test allows machines x 1e-6 and a generous ROUNDING slack beyond the capacity.
+    """
+    slack = np.asarray(machines * FEASIBILITY_TOL + tasks * cap_max * ROUNDING)[..., None]
+    return np.any(demand * (1 - ROUNDING) > capacity * (1 + ROUNDING) + slack, axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,11 +93,17 @@ class _Batch:
         return ok.reshape(P, C, T).transpose(0, 2, 1)
 
 
-def _searches(evaluate: _Batch, lo, hi, find, depth, shape, progress):
-    """bisect over B = P x T searches with candidates reshaped for `evaluate`."""
+def _searches(evaluate: _Batch, lo, hi, find, depth, shape, progress, known_false=None):
+    """bisect over B = P x T searches with candidates reshaped for `evaluate`;
+    known_false(cands i64[P, T, C]) -> bool[P, T, C] as bisect's, or None."""
     P, T = shape
     ev = lambda cands: evaluate(cands.reshape(P, T, -1)).reshape(P * T, -1)
-    return bisect(lo.reshape(-1), hi.reshape(-1), ev, find, depth, progress).reshape(P, T)
+    kf = None if known_false is None else (lambda cands: known_false(cands.reshape(P, T, -1)).reshape(P * T, -1))
+    return bisect(lo.reshape(-1), hi.reshape(-1), ev, find, depth, progress, kf).reshape(P, T)
+
+
+def _totals(a) -> np.ndarray:
+    return np.sum(np.asarray(a, np.float64), axis=0)
 
 
 def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
@@ -92,6 +113,11 @@ def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.
     M, N = cluster.num_machines, workload.num_tasks
     P, T = len(cfg.policies), int(keys.shape[0])
     rank = machine_ranks(keys, M)
+    cap = np.asarray(cluster.capacity, np.float64)
+    # held[t, L - 1]: total capacity of trial t's first L machines.
+    held = np.cumsum(cap[np.argsort(rank, axis=1)], axis=1)
+    demand, cap_max = _totals(workload.demand), float(np.max(cap, initial=0.0))
+    too_few = lambda L: overflows(demand, held[np.arange(T)[None, :, None], L - 1], L, N, cap_max)
     live = np.flatnonzero(np.any(packs_full, axis=1))  # policies with something to search
     prefix = np.full((P, T), M, np.int64)
     packings = 0
@@ -100,7 +126,8 @@ def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.
         evaluate = _Batch(cluster, workload, sub, keys, np.asarray(genomes)[live], orders,
                           lambda rows: RowVariants(machine_rank=rank, prefix=rows), lambda rows: N)
         lo = np.where(packs_full[live], 1, M)
-        prefix[live] = _searches(evaluate, lo, np.full_like(lo, M), "first", depth, (live.size, T), progress)
+        prefix[live] = _searches(evaluate, lo, np.full_like(lo, M), "first", depth, (live.size, T), progress,
+                                 too_few)
         packings = evaluate.packings
     return SearchResult(value=np.where(packs_full, prefix / M, 1.0), ceiling=~packs_full,
                         reason="does not pack 100% even on all machines", packings=packings)
@@ -144,11 +171,18 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
         raise InputError(f"inflate mode must be one of {', '.join(INFLATE_MODES)}, got {mode!r}")
     N = workload.num_tasks
     P, T = len(cfg.policies), int(keys.shape[0])
+    held = _totals(cluster.capacity)
+    cap_max = float(np.max(np.asarray(cluster.capacity, np.float64), initial=0.0))
+    M = cluster.num_machines
     if mode == "scale":
         K = _max_steps(scale_cap(cluster, workload))
         wl, orders = workload, None
         variants = lambda rows: RowVariants(demand_scale=(rows / STEPS_PER_UNIT).astype(np.float32))
         need = lambda rows: N
+        demand = _totals(workload.demand)
+        # The packing scales each float32 demand by the float32 multiplier.
+        too_big = lambda k: overflows(demand * (k / STEPS_PER_UNIT).astype(np.float32)[..., None], held, M, N,
+                                      cap_max)
         reason = "capped by the largest task on the largest machine"
     else:
         K = _max_steps(clone_cap(cluster, workload))
@@ -156,15 +190,22 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
         orders = np.asarray(rng.trial_permutations(keys, wl.num_tasks, rng.STREAM_CLONE_ORDER))
         variants = lambda rows: RowVariants(task_limit=rows * N // STEPS_PER_UNIT)
         need = lambda rows: rows * N // STEPS_PER_UNIT
+        # demand_upto[n]: total demand of the clone workload's first n tasks, the ones a row packs.
+        demand_upto = np.concatenate([np.zeros((1, cluster.num_resources)),
+                                      np.cumsum(np.asarray(wl.demand, np.float64), axis=0)])
+        too_big = lambda k: overflows(demand_upto[k * N // STEPS_PER_UNIT], held, M, wl.num_tasks, cap_max)
         reason = "capped where total demand would exceed total capacity"
     evaluate = _Batch(cluster, wl, cfg, keys, genomes, orders, variants, need)
-    # The bounds first, in one packing: the cap itself, and the smallest multiplier.
-    bounds = evaluate(np.broadcast_to(np.array([K, 1]), (P, T, 2)).copy())
-    at_cap, at_floor = bounds[..., 0], ~bounds[..., 1]
+    # The bounds first, in one packing: the cap itself (unless it overflows), and the smallest multiplier.
+    if too_big(np.int64(K)):
+        at_cap, at_floor = np.zeros((P, T), bool), ~evaluate(np.ones((P, T, 1), np.int64))[..., 0]
+    else:
+        bounds = evaluate(np.broadcast_to(np.array([K, 1]), (P, T, 2)).copy())
+        at_cap, at_floor = bounds[..., 0], ~bounds[..., 1]
     # As the sequential search: the cap if it packs, else 0 if the smallest does not, else bisect [1, K-1].
     searched = ~at_cap & ~at_floor
     lo = np.where(at_cap, K, 1)
-    steps = _searches(evaluate, lo, np.where(searched, K - 1, lo), "last", depth, (P, T), progress)
+    steps = _searches(evaluate, lo, np.where(searched, K - 1, lo), "last", depth, (P, T), progress, too_big)
     value = np.where(at_cap | searched, steps / STEPS_PER_UNIT, 0.0)
     return SearchResult(value=value, ceiling=at_cap | at_floor,
                         reason=reason + "; 0 where even lambda = 0.005 does not pack", packings=evaluate.packings)

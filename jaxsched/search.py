@@ -5,7 +5,9 @@ Compaction and inflation (POLICIES.md) are defined by binary search over a predi
 the points the binary search could visit in its next `depth` steps, the 2^depth - 1
 nodes of its decision tree, in one batched call, then walks the tree with the
 outcomes. Every search thus visits exactly the points the sequential binary search
-visits and returns its answer, even where the predicate is not monotone.
+visits and returns its answer, even where the predicate is not monotone. A round
+whose live candidates are all known to fail beforehand (`known_false`) evaluates
+nothing: the walk takes the outcomes the evaluation would have given.
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ def _midpoint(lo, hi, find):
 
 
 def bisect(lo, hi, evaluate: Evaluate, find: str = "first", depth: int = 1,
-           progress: Callable[[int], None] | None = None) -> np.ndarray:
+           progress: Callable[[int], None] | None = None, known_false: Evaluate | None = None) -> np.ndarray:
     """Binary-search answers of B searches on integer ranges [lo_b, hi_b]: i64[B].
 
     find="first": the smallest x with pred(x), given pred(hi) is true;
     find="last": the largest x with pred(x), given pred(lo) is true.
     Each round calls evaluate once with 2^depth - 1 candidates per search; a finished
     search's candidates repeat its answer. progress(round) is called after each round.
+    known_false(candidates) -> bool[B, C]: candidates where pred is certainly false; a
+    round where that holds for every candidate still in play skips `evaluate`.
     """
     if find not in ("first", "last"):
         raise ValueError(f"find must be 'first' or 'last', got {find!r}")
@@ -53,7 +57,11 @@ def bisect(lo, hi, evaluate: Evaluate, find: str = "first", depth: int = 1,
                 nl, nh = _step(l, h, np.full(l.shape, outcome), find)
                 ranges.append((np.where(active, nl, l), np.where(active, nh, h)))
         cands = np.stack([np.where(l < h, _midpoint(l, h, find), l) for l, h in ranges[: 2**depth - 1]], 1)
-        outcome = np.asarray(evaluate(cands), bool)
+        live = np.stack([l < h for l, h in ranges[: 2**depth - 1]], 1)
+        if known_false is not None and np.all(known_false(cands)[live]):
+            outcome = np.zeros(cands.shape, bool)  # what evaluate would say of every candidate still in play
+        else:
+            outcome = np.asarray(evaluate(cands), bool)
         node = np.zeros(lo.shape, np.int64)
         rows = np.arange(lo.size)
         for _ in range(depth):

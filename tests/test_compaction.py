@@ -7,7 +7,7 @@ import pytest
 
 from jaxsched import policies, rng
 from jaxsched.compaction import (STEPS_PER_UNIT, clone_cap, clone_workload, compaction, inflation, machine_ranks,
-                                 scale_cap)
+                                 overflows, scale_cap)
 from jaxsched.packing import PackConfig, RowVariants, pack
 from jaxsched.search import bisect, bisect_sequential
 from jaxsched.types import Cluster, Workload
@@ -47,6 +47,54 @@ def test_bisect_visits_what_binary_search_visits(find, depth):
         assert set(calls) <= {2**depth - 1}
         span = int(np.max(hi - lo)) + 1
         assert len(calls) <= -(-int(np.ceil(np.log2(span))) // depth)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_bisect_skips_rounds_known_to_fail(depth):
+    g = np.random.default_rng(7 + depth)
+    skipped = 0
+    for _ in range(40):
+        B = 2
+        lo, hi = np.ones(B, np.int64), np.full(B, 400, np.int64)
+        threshold = g.integers(150, 400, (B, 1))
+        truth = (np.arange(401)[None] >= threshold) & (g.random((B, 401)) < 0.9)  # false below, not monotone above
+        known = (np.arange(401)[None] < threshold) & (g.random((B, 401)) < 0.95)  # most of the sure failures
+        calls = []
+
+        def evaluate(cands):
+            calls.append(1)
+            return truth[np.arange(B)[:, None], cands]
+
+        got = bisect(lo, hi, evaluate, "first", depth, known_false=lambda c: known[np.arange(B)[:, None], c])
+        plain = []
+        want = bisect(lo, hi, lambda c: plain.append(1) or truth[np.arange(B)[:, None], c], "first", depth)
+        assert list(got) == list(want)
+        assert len(calls) <= len(plain)
+        skipped += len(plain) - len(calls)
+    assert skipped > 0
+
+
+def test_overflows_is_sound_and_not_fooled_by_an_exact_fit():
+    # Sixteen tasks of 0.25 exactly fill four unit machines: no overflow, and they pack.
+    cap, dem = np.ones((4, 2)), np.full((16, 2), 0.25)
+    assert not overflows(dem.sum(0), cap.sum(0), 4, 16, 1.0)
+    z = np.zeros(16)
+    st = pack(Cluster(cap.astype(np.float32)), Workload(dem.astype(np.float32), np.zeros(16, np.int32), z, z),
+              PackConfig(policies=("first_fit",)), rng.trial_keys(0, "t", 1))
+    assert np.all(st.placement >= 0)
+    assert overflows(dem.sum(0) + 0.01, cap.sum(0), 4, 16, 1.0)
+    # Where it says a prefix overflows, no policy packs everything on that prefix.
+    for seed in range(3):
+        cluster, wl = instance(seed, M=12, N=40)
+        keys = rng.trial_keys(seed, "overflow", 1)
+        rank = machine_ranks(keys, 12)
+        held = np.cumsum(np.asarray(cluster.capacity, np.float64)[np.argsort(rank[0])], axis=0)
+        said = [L for L in range(1, 13) if overflows(wl.demand.astype(np.float64).sum(0), held[L - 1], L, 40, 1.0)]
+        assert said  # the instance is loaded enough for some prefixes to overflow
+        cfg = PackConfig(policies=("first_fit", "best_fit", "worst_fit"))
+        for L in said:
+            st = pack(cluster, wl, cfg, keys, variants=RowVariants(machine_rank=rank, prefix=np.full((3, 1), L)))
+            assert not np.any(np.all(st.placement >= 0, axis=-1)), L
 
 
 def _reference_packs(cap, demand, order, name):
