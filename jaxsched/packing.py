@@ -11,7 +11,7 @@ Two pickers, as the spec defines them:
   the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
   lowest machine index among them; when none is feasible, a full scan. Blocks first run
-  without that fallback and are redone with it (a real `lax.cond`) only if needed. On
+  without that fallback and are redone with it only if needed. On
   CPU its state is kept as complex64 pairs of dimensions (`to_pairs`): one gather
   fetches two dimensions of a drawn machine.
 
@@ -57,6 +57,7 @@ class PackConfig:
     sample_k: int = 0  # 0: full scan; K > 0: power-of-K choices with full-scan fallback
     slot: tuple[float, ...] = (0.05, 0.05)
     block: int = 512  # tasks per compiled block
+    few_feasible: int = 128  # a sampled fallback pass scores only the feasible machines when its rows have this few
 
     def groups(self) -> list[tuple[str, int, int]]:
         """Runs of equal policy names: (name, first row, end row)."""
@@ -212,19 +213,16 @@ def row_bound(free, R: int):
 
 
 FALLBACK_ROWS = 4  # rows of one policy gathered per full-scan fallback pass
-FEW_FEASIBLE = 128  # a fallback pass whose rows have at most this many feasible machines scores only those
-
-
 def _best_feasible(cfg, f_c, d_c, inv, genomes, fits, none):
     """The full scan's answer for C rows of one trial from their feasible machines alone: i32[C].
 
-    f_c f32[C, R, Mp], d_c f32[C, R], fits bool[C, Mp] (at most FEW_FEASIBLE true per row);
+    f_c f32[C, R, Mp], d_c f32[C, R], fits bool[C, Mp] (at most cfg.few_feasible true per row);
     cfg has C rows of one policy that draws no noise. The feasible machines are taken in
     index order, so ties still go to the lowest index; nonzero's filler (machine 0) is
     either one of them again or infeasible, so it changes nothing.
     """
     C, R, _ = f_c.shape
-    F = max(FEW_FEASIBLE, 1)
+    F = max(cfg.few_feasible, 1)
     ids = jax.vmap(lambda m: jnp.nonzero(m, size=F, fill_value=0)[0])(fits).astype(jnp.int32)
     f_s = tuple(jnp.take_along_axis(f_c[:, x], ids, axis=-1)[:, None] for x in range(R))  # R x [C, 1, F]
     inv_s = tuple(_take(inv[x], ids)[:, None] for x in range(R))
@@ -281,7 +279,7 @@ def _fallback(cfg, free, unpair, d, inv, genomes, nwords, step, none, missing, j
             valid = i * C + jnp.arange(C, dtype=jnp.int32) < count  # the last pass may gather filler rows
             most = jnp.max(jnp.where(valid, jnp.sum(fits, axis=-1, dtype=jnp.int32), 0))
             found = lax.switch(
-                jnp.where(most == 0, 0, jnp.where(most <= FEW_FEASIBLE, 1, 2)),
+                jnp.where(most == 0, 0, jnp.where(most <= cfg.few_feasible, 1, 2)),
                 (lambda: jnp.full((C, 1), none, jnp.int32),
                  lambda: _best_feasible(one, f_c, d_c, inv, genomes[p], fits, none)[:, None],
                  lambda: _full_scan(one, f_c[:, None], d_c[:, None], inv, genomes[p], nwords[:1], step, none)))

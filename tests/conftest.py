@@ -1,6 +1,16 @@
-"""Test-wide JAX settings, as equinox does: two CPU devices, strict promotion rules."""
+"""Test-wide JAX settings, as equinox does: two CPU devices, strict promotion rules, and a
+persistent compilation cache (set in the environment, so that the CLI subprocesses some
+tests start use it too): the pytest-xdist workers, the subprocesses and later runs compile
+a program once between them."""
 
-import jax
+import os
+import tempfile
+
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
+                      os.path.join(tempfile.gettempdir(), "jaxsched-test-compilation-cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+
+import jax  # noqa: E402
 
 jax.config.update("jax_num_cpu_devices", 2)
 jax.config.update("jax_numpy_rank_promotion", "raise")

@@ -111,7 +111,7 @@ def test_anti_affinity_machine_types_and_gpus_are_honored():
     assert set(b.placement[:5]) == {-1, 0, 1}
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 10_000), M=st.integers(1, 12), N=st.integers(1, 60), G=st.integers(0, 3),
        T=st.integers(1, 2))
 def test_property_constraints_and_maximality(seed, M, N, G, T):

