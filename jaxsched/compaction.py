@@ -103,6 +103,7 @@ def _searches(evaluate: _Batch, lo, hi, find, depth, shape, progress, known_fals
 
 
 def _totals(a) -> np.ndarray:
+    """Per-dimension totals of an [n, R] array, in float64."""
     return np.sum(np.asarray(a, np.float64), axis=0)
 
 
@@ -113,11 +114,6 @@ def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.
     M, N = cluster.num_machines, workload.num_tasks
     P, T = len(cfg.policies), int(keys.shape[0])
     rank = machine_ranks(keys, M)
-    cap = np.asarray(cluster.capacity, np.float64)
-    # held[t, L - 1]: total capacity of trial t's first L machines.
-    held = np.cumsum(cap[np.argsort(rank, axis=1)], axis=1)
-    demand, cap_max = _totals(workload.demand), float(np.max(cap, initial=0.0))
-    too_few = lambda L: overflows(demand, held[np.arange(T)[None, :, None], L - 1], L, N, cap_max)
     live = np.flatnonzero(np.any(packs_full, axis=1))  # policies with something to search
     prefix = np.full((P, T), M, np.int64)
     packings = 0
@@ -126,6 +122,11 @@ def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.
         evaluate = _Batch(cluster, workload, sub, keys, np.asarray(genomes)[live], orders,
                           lambda rows: RowVariants(machine_rank=rank, prefix=rows), lambda rows: N)
         lo = np.where(packs_full[live], 1, M)
+        cap = np.asarray(cluster.capacity, np.float64)
+        # held[t, L - 1]: total capacity of trial t's first L machines.
+        held = np.cumsum(cap[np.argsort(rank, axis=1)], axis=1)
+        demand, cap_max = _totals(workload.demand), float(np.max(cap, initial=0.0))
+        too_few = lambda L: overflows(demand, held[np.arange(T)[None, :, None], L - 1], L, N, cap_max)
         prefix[live] = _searches(evaluate, lo, np.full_like(lo, M), "first", depth, (live.size, T), progress,
                                  too_few)
         packings = evaluate.packings
@@ -143,8 +144,7 @@ def scale_cap(cluster: Cluster, workload: Workload) -> float:
 
 def clone_cap(cluster: Cluster, workload: Workload) -> float:
     """The largest clone-mode multiplier: total capacity / total demand, binding dimension."""
-    cap = np.sum(np.asarray(cluster.capacity, np.float64), axis=0)
-    dem = np.sum(np.asarray(workload.demand, np.float64), axis=0)
+    cap, dem = _totals(cluster.capacity), _totals(workload.demand)
     return float(np.min(np.where(dem > 0, cap / np.where(dem > 0, dem, 1.0), np.inf)))
 
 

@@ -772,7 +772,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
     certified = tried & (r["w1"] != W_ANY)
     witness_fields = jnp.array([C_W1, C_W2], jnp.int32)[None, :, None]
     classes = when(jnp.any(certified), lambda cs: cs.at[b[:, None, None], witness_fields,
-                                                         jnp.where(certified, cls_w, Cp)[:, None, :]].set(
+                                                        jnp.where(certified, cls_w, Cp)[:, None, :]].set(
         jnp.stack([q["nw1"], q["nw2"]], axis=1), mode="drop"), state.classes)
     classes = classes.at[b[:, None], witness_fields[:, :, 0], jnp.where(q["scan"], _get(cls_w, q["at"]), Cp)[:, None]].set(
         jnp.stack([q["cw1"], q["cw2"]], axis=1), mode="drop")
@@ -826,7 +826,7 @@ def _step(cfg, st, state, num_machines, num_tasks):
     queue, lcur, listed = when(jnp.any(start_drain), lambda a: _list_more(
         st, free, a[0], blocks, classes, bound, tail, start_drain, zeros_i, zeros_i, jnp.full_like(tail, width),
         witnesses_fit=True),
-                                (queue, ctl[:, LCUR], zeros_i))
+                               (queue, ctl[:, LCUR], zeros_i))
     ncand = jnp.where(start_drain, listed, ncand)
     lcur = jnp.where(start_drain, lcur, ctl[:, LCUR])
     start_drain = start_drain & (listed > 0)

@@ -10,10 +10,10 @@ Two pickers, as the spec defines them:
   levels (the max of each 128-machine chunk in one fused pass, then the argmax inside
   the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
-  lowest machine index among them; when none is feasible, a full scan. Blocks first run
-  without that fallback and are redone with it only if needed. On
-  CPU its state is kept as complex64 pairs of dimensions (`to_pairs`): one gather
-  fetches two dimensions of a drawn machine.
+  lowest machine index among them; when none is feasible, a full scan (of only the
+  feasible machines when there are few). Blocks first run without that fallback and
+  are redone with it only if needed. On CPU its state is kept as complex64 pairs of
+  dimensions (`to_pairs`): one gather fetches two dimensions of a drawn machine.
 
 Tasks run in compiled blocks of `block` steps, so one program serves any task count,
 the carry is donated between blocks, and long runs can report progress. On CPU,

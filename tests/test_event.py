@@ -143,14 +143,14 @@ def test_long_queue_matches_the_reference_engine(engine_knobs, knobs, seed, samp
         assert rep.evictions[b] == evictions
 
 
-@pytest.mark.parametrize("preempt", [True])
-def test_rows_split_over_two_devices_match_one_device(monkeypatch, preempt):
-    """Six rows of different policies run as two programs on the two CPU devices (tests/conftest.py)
-    and give the one-device replay exactly (the reference test above runs the split path too)."""
+def test_rows_split_over_two_devices_match_one_device(monkeypatch):
+    """Six rows of different policies, with preemption, run as two programs on the two CPU devices
+    (tests/conftest.py) and give the one-device replay exactly (the reference test above runs the
+    split path too)."""
     assert event.device_groups(POLICIES) == [(0, 3), (3, 6)]
     cluster, wl = grid_case(7)
     keys = jnp.concatenate([rng.trial_keys(2, "event", 1)] * len(POLICIES))
-    cfg = event.EventConfig(POLICIES, sample_k=3, preempt=preempt)
+    cfg = event.EventConfig(POLICIES, sample_k=3, preempt=True)
     seen = []
     split = event.replay(cluster, wl, cfg, keys, progress=lambda done, total: seen.append((done, total)))
     monkeypatch.setattr(event, "device_groups", lambda policies: [(0, len(policies))])
