@@ -10,8 +10,8 @@ Two pickers, as the spec defines them:
   levels (the max of each 128-machine chunk in one fused pass, then the argmax inside
   the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
-  lowest machine index among them; when none is feasible, a full scan (of only the
-  feasible machines when there are few). Blocks first run without that fallback and
+  lowest machine index among them; when none is feasible, a full scan of that row (rows
+  missing at a step are scanned one by one). Blocks first run without that fallback and
   are redone with it only if needed. On CPU its state is kept as complex64 pairs of
   dimensions (`to_pairs`): one gather fetches two dimensions of a drawn machine.
 
@@ -57,7 +57,6 @@ class PackConfig:
     sample_k: int = 0  # 0: full scan; K > 0: power-of-K choices with full-scan fallback
     slot: tuple[float, ...] = (0.05, 0.05)
     block: int = 512  # tasks per compiled block
-    few_feasible: int = 128  # a sampled fallback pass scores only the feasible machines when its rows have this few
 
     def groups(self) -> list[tuple[str, int, int]]:
         """Runs of equal policy names: (name, first row, end row)."""
@@ -189,10 +188,9 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
     missing = j == none
     if bound is not None:  # feasibility needs d_x <= f_x + tol on every dimension: not if d_x > max f_x + tol
         missing = missing & jnp.all(d <= bound + FEASIBILITY_TOL, axis=-1)
-    unpair = (lambda x: from_pairs(x, R)) if paired else (lambda x: x)
     # The state goes through `when`'s carry: a lax.cond that read it would copy it every step.
-    return when(jnp.any(missing), lambda c: (_fallback(cfg, c[1], unpair, d, unpair(inv), genomes, nwords, step,
-                                                       none, missing, c[0]), c[1]), (j, free))
+    return when(jnp.any(missing), lambda c: (_fallback(cfg, c[1], d, inv, genomes, nwords, step, none, missing, c[0]),
+                                             c[1]), (j, free))
 
 
 def when(pred, fn, operand):
@@ -212,25 +210,6 @@ def row_bound(free, R: int):
     return jnp.max(from_pairs(free, R) if jnp.iscomplexobj(free) else free, axis=-1)
 
 
-FALLBACK_ROWS = 4  # rows of one policy gathered per full-scan fallback pass
-def _best_feasible(cfg, f_c, d_c, inv, genomes, fits, none):
-    """The full scan's answer for C rows of one trial from their feasible machines alone: i32[C].
-
-    f_c f32[C, R, Mp], d_c f32[C, R], fits bool[C, Mp] (at most cfg.few_feasible true per row);
-    cfg has C rows of one policy that draws no noise. The feasible machines are taken in
-    index order, so ties still go to the lowest index; nonzero's filler (machine 0) is
-    either one of them again or infeasible, so it changes nothing.
-    """
-    C, R, _ = f_c.shape
-    F = max(cfg.few_feasible, 1)
-    ids = jax.vmap(lambda m: jnp.nonzero(m, size=F, fill_value=0)[0])(fits).astype(jnp.int32)
-    f_s = tuple(jnp.take_along_axis(f_c[:, x], ids, axis=-1)[:, None] for x in range(R))  # R x [C, 1, F]
-    inv_s = tuple(_take(inv[x], ids)[:, None] for x in range(R))
-    noise = jnp.zeros(F, jnp.float32)
-    return _score_rows(cfg, d_c[:, None], f_s, inv_s, genomes, noise, (0, 0), (None, None),
-                       lambda s: _lowest_best(s, ids[:, None], none))[:, 0]
-
-
 def _lowest_best(s, machines, none):
     """The lowest of `machines` (broadcast against s f32[..., X]) with the top score, `none` if all are -inf."""
     best = jnp.max(s, axis=-1, keepdims=True)
@@ -238,56 +217,53 @@ def _lowest_best(s, machines, none):
     return jnp.min(jnp.where(tied, machines, none), axis=-1).astype(jnp.int32)
 
 
-def _fallback(cfg, free, unpair, d, inv, genomes, nwords, step, none, missing, j):
+def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
     """j with a full scan for the (row, trial) pairs in `missing`: i32[P, T].
 
-    free may be in `to_pairs` form: `unpair` converts what is gathered from it.
+    free f32[P, T, R, Mp] and inv f32[R, Mp], or both in `to_pairs` form (complex64).
 
-    Only those pairs are scanned, FALLBACK_ROWS at a time, gathered out of their policy's
-    rows (in a big batch a few rows miss at a step, and scanning all of them would cost
-    a full-scan packing), and a gathered set where the task fits no machine at all (a
-    full cluster) skips the scoring. Policies that draw noise (per trial) scan all their
-    rows. Every row gets the same answer as from a full scan of its own; where the
-    gathered rows have few feasible machines (the usual case once K draws all missed),
-    only those are scored.
+    In a big batch a few rows miss at a step, so only those are scanned, one at a time in
+    a while loop. The row's state is sliced out as R contiguous rows (no gather, and no
+    stacked copy of the pairs); a row whose task fits no machine at all (a full cluster)
+    skips the scoring; the others score all their machines in one vectorized pass and
+    take the lowest index among the top scores, as a full scan does. Policies that draw
+    noise (per trial) scan all their rows with `_full_scan`.
     """
-    P, T, _, Mp = free.shape
+    P, T, C, Mp = free.shape
     R = d.shape[-1]
+    paired = jnp.iscomplexobj(free)
+    rows_of = (lambda z: pair_rows(z, R)) if paired else (lambda z: tuple(z[x] for x in range(R)))
+    inv_rows = rows_of(inv)
+    machines = jnp.arange(Mp, dtype=jnp.int32)
     out = []
     for name, lo, hi in cfg.groups():
         sub = dataclasses.replace(cfg, policies=(name,) * (hi - lo))
         miss, j_g = missing[lo:hi], j[lo:hi]
         if sub.uses_noise:
-            full = _full_scan(sub, unpair(free[lo:hi]), d[lo:hi], inv, genomes[lo:hi], nwords, step, none)
+            unpair = (lambda x: from_pairs(x, R)) if paired else (lambda x: x)
+            full = _full_scan(sub, unpair(free[lo:hi]), d[lo:hi], unpair(inv), genomes[lo:hi], nwords, step, none)
             out.append(jnp.where(miss, full, j_g))
             continue
         G = (hi - lo) * T
-        C = min(FALLBACK_ROWS, G)
         count = jnp.sum(miss, dtype=jnp.int32)
-        ids = jnp.nonzero(miss.reshape(G), size=G + C, fill_value=0)[0].astype(jnp.int32)
-        one = dataclasses.replace(cfg, policies=(name,) * C)
+        ids = jnp.nonzero(miss.reshape(G), size=G, fill_value=0)[0].astype(jnp.int32)
+        policy = get_policy(name)
 
-        def chunk(state, lo=lo, ids=ids, count=count, one=one):
+        def scan_row(state, lo=lo, ids=ids, policy=policy):
             i, res = state
-            rows = lax.dynamic_slice(ids, (i * C,), (C,))
-            p, t = lo + rows // T, rows % T
-            f_c, d_c = unpair(free[p, t]), d[p, t]  # [C, R, Mp], [C, R]
-            # Scoring is the costly part: skip it when no gathered row fits anywhere (a full cluster),
-            # and score only the feasible machines when there are few.
-            fits = feasible(tuple(d_c[:, x, None] for x in range(R)), tuple(f_c[:, x] for x in range(R)),
-                            tuple(inv[x][None] for x in range(R)))
-            valid = i * C + jnp.arange(C, dtype=jnp.int32) < count  # the last pass may gather filler rows
-            most = jnp.max(jnp.where(valid, jnp.sum(fits, axis=-1, dtype=jnp.int32), 0))
-            found = lax.switch(
-                jnp.where(most == 0, 0, jnp.where(most <= cfg.few_feasible, 1, 2)),
-                (lambda: jnp.full((C, 1), none, jnp.int32),
-                 lambda: _best_feasible(one, f_c, d_c, inv, genomes[p], fits, none)[:, None],
-                 lambda: _full_scan(one, f_c[:, None], d_c[:, None], inv, genomes[p], nwords[:1], step, none)))
-            res = res.at[jnp.where(valid, rows, G)].set(found[:, 0], mode="drop", unique_indices=True)
-            return i + 1, res
+            r = ids[i]
+            p, t = lo + r // T, r % T
+            f_r = rows_of(lax.dynamic_slice(free, (p, t, 0, 0), (1, 1, C, Mp))[0, 0])  # R x f32[Mp]
+            d_r = d[p, t]
 
-        _, res = lax.while_loop(lambda state, count=count: state[0] * C < count, chunk,
-                                (jnp.int32(0), j_g.reshape(G)))
+            def score():
+                s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot)
+                return _lowest_best(s, machines, none)
+
+            fits = feasible(tuple(d_r[x] for x in range(R)), f_r, inv_rows)
+            return i + 1, res.at[r].set(lax.cond(jnp.any(fits), score, lambda: none))
+
+        _, res = lax.while_loop(lambda state, count=count: state[0] < count, scan_row, (jnp.int32(0), j_g.reshape(G)))
         out.append(res.reshape(hi - lo, T))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 

@@ -78,17 +78,15 @@ def test_batching_does_not_change_results():
 
 
 def test_fallback_of_a_few_missing_rows_in_a_big_batch():
-    # 7 genomes x 3 trials = 21 rows of one policy: the full-scan fallback gathers only the
-    # rows whose draws all missed, FALLBACK_ROWS at a time, and scores only their feasible
-    # machines when there are at most few_feasible (3 here, so that both kinds of pass run;
-    # the reference tests above, on fewer machines than the default, take the second kind);
-    # each row must still be the reference packing.
+    # 7 genomes x 3 trials = 21 rows of one policy: the full-scan fallback scans only the
+    # rows whose draws all missed, one at a time, skipping the scoring of a row whose task
+    # fits nowhere; each row must still be the reference packing.
     cluster, wl = instance(11, M=24, N=110)
     keys = rng.trial_keys(5, "test", 3)
     g = np.random.default_rng(2)
     genomes = np.concatenate([GENOME[None], g.uniform(-1, 1, (6, 8))]).astype(np.float32)
     genomes[:, 6:] = g.uniform(0.5, 2.0, (7, 2))
-    batch = pack(cluster, wl, PackConfig(policies=("family",) * 7, sample_k=2, few_feasible=3), keys, genomes=genomes)
+    batch = pack(cluster, wl, PackConfig(policies=("family",) * 7, sample_k=2), keys, genomes=genomes)
     orders = np.asarray(rng.trial_orders(keys, wl.num_tasks))
     samples, noise = draws(keys, wl.num_tasks, cluster.num_machines, 2)
     checked = 0
