@@ -6,9 +6,9 @@ each policy scores its rows (vmapped over genomes, trials and machines), the pic
 takes the argmax, and the free-capacity carry f32[P, T, R, M] is updated in place.
 
 Two pickers, as the spec defines them:
-- full scan: argmax over all feasible machines, ties to the lowest index. Done in two
-  levels (the max of each 128-machine chunk in one fused pass, then the argmax inside
-  the winning chunk) because a one-pass variadic argmax is several times slower on CPU.
+- full scan: argmax over all feasible machines, ties to the lowest index, as two plain
+  reductions (the top score, then the lowest machine holding it): a one-pass variadic
+  argmax is several times slower on CPU.
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
   lowest machine index among them; when none is feasible, a full scan of that row (rows
   missing at a step are scanned one by one). Blocks first run without that fallback and
@@ -141,24 +141,17 @@ def pair_rows(z, R: int) -> tuple:
 
 
 def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
-    """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit."""
+    """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit.
+
+    Two plain reductions over each policy's scores (the top score, then the lowest
+    machine holding it), applied before the policies are joined; a one-pass variadic
+    argmax is several times slower on CPU.
+    """
     P, T, R, Mp = free.shape
-    C = Mp // CHUNK
-    noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
-    chunk_max = _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0),
-                            lambda s: jnp.max(s.reshape(*s.shape[:-1], C, CHUNK), axis=-1))
-    best_chunk = jnp.argmax(chunk_max, axis=-1).astype(jnp.int32)  # lowest chunk among ties
-    found = jnp.max(chunk_max, axis=-1) > -jnp.inf
-    # Re-score the winning chunk of each row: [P, T, R, CH] gathered from the flat state.
-    lanes = (best_chunk * CHUNK)[..., None] + jnp.arange(CHUNK, dtype=jnp.int32)[None, None, :]
-    row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * R
-    dim = jnp.arange(R, dtype=jnp.int32).reshape(1, 1, R, 1)
-    free_c = _take(free.reshape(-1), (row + dim) * Mp + lanes[:, :, None, :])
-    inv_c = _take(inv.reshape(-1), dim * Mp + lanes[:, :, None, :])
-    noise_c = jax.vmap(lambda ln: _noise(cfg, nwords, step, ln))(lanes)
-    s_c = _score_rows(cfg, d, free_c, inv_c, genomes, noise_c, (0, 0), (0, 0))
-    j = lanes[..., 0] + jnp.argmax(s_c, axis=-1).astype(jnp.int32)
-    return jnp.where(found, j, none)
+    machines = jnp.arange(Mp, dtype=jnp.int32)
+    noise = _noise(cfg, nwords, step, jnp.broadcast_to(machines, (T, Mp)))
+    return _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0),
+                       lambda s: _lowest_best(s, machines, none))
 
 
 def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None):
@@ -634,8 +627,7 @@ def _pack_state(free, steps, orders, M) -> PackState:
     P, T = free.shape[:2]
     machine = np.where(steps >= M, -1, steps).transpose(1, 2, 0)  # [P, T, N]
     placement = np.empty_like(machine)
-    rows = np.arange(T)[:, None]
-    for p in range(P):
-        placement[p][rows, orders] = machine[p]
+    for t in range(T):  # each trial's steps back in task order, all rows at once
+        placement[:, t, orders[t]] = machine[:, t]
     free_mr = free[..., :M].transpose(0, 1, 3, 2)  # [P, T, M, R]
     return PackState(free=free_mr, placement=placement)
