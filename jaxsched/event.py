@@ -49,7 +49,7 @@ from jax import lax
 from . import rng
 from .devices import SlowestShare, on_devices
 from .errors import InputError
-from .packing import PAD_CAPACITY, PackConfig, _lowest_best, _score_rows, when
+from .packing import PAD_CAPACITY, PackConfig, _score_rows, first_best, when
 from .policies import ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, feasible, safe_inverse, slot_vector
 from .types import Cluster, Workload
 
@@ -256,7 +256,7 @@ def _full_scan(cfg, st, free, d, step):
     lanes = jnp.broadcast_to(jnp.arange(Mp, dtype=jnp.int32), (B, W, Mp))
     free_w = jnp.broadcast_to(free[:, None], (B, W, R, Mp))
     s = _scores(cfg, st, free_w, st.inv, d, _noise(cfg, st, step, lanes), (None, None))
-    return _lowest_best(s, jnp.arange(Mp, dtype=jnp.int32), jnp.int32(Mp))  # two plain reductions: no variadic argmax
+    return first_best(s, jnp.int32(Mp))
 
 
 def _pick(cfg, st, free, d, step, fallback, num_machines):
