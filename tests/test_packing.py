@@ -274,3 +274,18 @@ def test_row_bound_is_the_largest_free_value_per_dimension(R):
     want = free.max(axis=-1)
     np.testing.assert_array_equal(np.asarray(packing.row_bound(jnp.asarray(free), R)), want)
     np.testing.assert_array_equal(np.asarray(packing.row_bound(packing.to_pairs(jnp.asarray(free)), R)), want)
+
+
+@pytest.mark.parametrize("X", [2048, 384, 100])
+def test_first_best_is_the_lowest_index_argmax_with_many_ties(X):
+    # Few distinct scores, so that ties within a chunk and across chunks are common; some
+    # rows hold only -inf (nothing feasible), some hold the top score in one late lane.
+    g = np.random.default_rng(X)
+    s = g.integers(0, 4, (64, X)).astype(np.float32)
+    s[g.random((64, X)) < 0.5] = -np.inf
+    s[:8] = -np.inf
+    s[8:16] = np.where(g.random((8, X)) < 0.99, -np.inf, 1.0)
+    s[16, -1] = 9.0
+    got = np.asarray(jax.jit(lambda x: packing.first_best(x, jnp.int32(X)))(s))
+    want = np.where(np.any(s > -np.inf, axis=1), np.argmax(s, axis=1), X)
+    np.testing.assert_array_equal(got, want)
