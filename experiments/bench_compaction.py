@@ -4,7 +4,8 @@ Workload: the synthetic 2,000-machine cluster at rho 0.75 (seed 1), every determ
 registered policy (20: the spec's 21 less random) x 5
 trials, full scan, inflation in scale mode.
 
-- batched: jaxsched's compaction and inflation, every (policy, trial) search advanced in
+- batched: jaxsched's compaction and inflation as `jaxsched snapshot` runs them
+  (`compaction_and_inflation`): every (policy, trial) search of both metrics advanced in
   the same packing each round (`--depths`: binary-search levels per round), including
   the full-cluster packing compaction starts from;
 - sequential: the spec's binary search, one `pack` call of one (policy, trial) per step,
@@ -31,7 +32,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from jaxsched import policies, rng  # noqa: E402
-from jaxsched.compaction import STEPS_PER_UNIT, _max_steps, compaction, inflation, machine_ranks, scale_cap  # noqa: E402
+from jaxsched.compaction import (STEPS_PER_UNIT, _max_steps, compaction_and_inflation, machine_ranks,  # noqa: E402
+                                 scale_cap)
 from jaxsched.output import write_json_atomic  # noqa: E402
 from jaxsched.packing import PackConfig, RowVariants, pack  # noqa: E402
 from jaxsched.search import bisect_sequential  # noqa: E402
@@ -49,8 +51,7 @@ def batched(cluster, wl, names, keys, depth):
     genomes = np.stack([GENOME] * len(names))
     full = pack(cluster, wl, cfg, keys)
     packs_full = np.all(full.placement >= 0, axis=-1)
-    comp = compaction(cluster, wl, cfg, keys, genomes, packs_full, depth)
-    infl = inflation(cluster, wl, cfg, keys, genomes, "scale", depth)
+    comp, infl = compaction_and_inflation(cluster, wl, cfg, keys, genomes, packs_full, depth)
     return comp.value, infl.value, len(names) * keys.shape[0] + comp.packings + infl.packings
 
 

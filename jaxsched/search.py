@@ -16,36 +16,46 @@ from typing import Callable
 
 import numpy as np
 
-Evaluate = Callable[[np.ndarray], np.ndarray]  # candidates i64[B, C] -> outcomes bool[B, C]
+Evaluate = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (candidates i64[B, C], needed bool[B, C]) -> bool[B, C]
+KnownFalse = Callable[[np.ndarray], np.ndarray]  # candidates i64[B, C] -> bool[B, C]
 
 
-def _step(lo, hi, outcome, find):
-    """One binary-search step on [lo, hi] given the predicate at its midpoint."""
-    if find == "first":  # smallest x with pred(x), pred(hi) known true
-        mid = (lo + hi) // 2
-        return np.where(outcome, lo, mid + 1), np.where(outcome, mid, hi)
-    mid = (lo + hi + 1) // 2  # "last": largest x with pred(x), pred(lo) known true
-    return np.where(outcome, mid, lo), np.where(outcome, hi, mid - 1)
+def _step(lo, hi, outcome, first):
+    """One binary-search step on [lo, hi] given the predicate at its midpoint.
+
+    first (bool, per search): find the smallest x with pred(x), pred(hi) known true;
+    else the largest x with pred(x), pred(lo) known true.
+    """
+    mid_f, mid_l = (lo + hi) // 2, (lo + hi + 1) // 2
+    new_lo = np.where(first, np.where(outcome, lo, mid_f + 1), np.where(outcome, mid_l, lo))
+    new_hi = np.where(first, np.where(outcome, mid_f, hi), np.where(outcome, hi, mid_l - 1))
+    return new_lo, new_hi
 
 
-def _midpoint(lo, hi, find):
-    return (lo + hi) // 2 if find == "first" else (lo + hi + 1) // 2
+def _midpoint(lo, hi, first):
+    return np.where(first, (lo + hi) // 2, (lo + hi + 1) // 2)
 
 
-def bisect(lo, hi, evaluate: Evaluate, find: str = "first", depth: int = 1,
-           progress: Callable[[int], None] | None = None, known_false: Evaluate | None = None) -> np.ndarray:
+def bisect(lo, hi, evaluate: Evaluate, find="first", depth: int = 1,
+           progress: Callable[[int], None] | None = None, known_false: KnownFalse | None = None) -> np.ndarray:
     """Binary-search answers of B searches on integer ranges [lo_b, hi_b]: i64[B].
 
     find="first": the smallest x with pred(x), given pred(hi) is true;
-    find="last": the largest x with pred(x), given pred(lo) is true.
-    Each round calls evaluate once with 2^depth - 1 candidates per search; a finished
-    search's candidates repeat its answer. progress(round) is called after each round.
-    known_false(candidates) -> bool[B, C]: candidates where pred is certainly false; a
+    find="last": the largest x with pred(x), given pred(lo) is true;
+    or one of those per search (a sequence of B).
+    Each round calls evaluate(candidates i64[B, C], needed bool[B, C]) once with
+    2^depth - 1 candidates per search; a finished search's candidates repeat its answer.
+    `needed` marks the candidates whose outcome the walk will read (their search is still
+    in play there and they are not known to fail): evaluate may skip the others.
+    progress(round) is called after each round. known_false(candidates) -> bool[B, C]:
+    candidates where pred is certainly false, taken as failing without evaluation; a
     round where that holds for every candidate still in play skips `evaluate`.
     """
-    if find not in ("first", "last"):
-        raise ValueError(f"find must be 'first' or 'last', got {find!r}")
     lo, hi = np.array(lo, np.int64, ndmin=1), np.array(hi, np.int64, ndmin=1)
+    kinds = np.broadcast_to(np.asarray(find), lo.shape)
+    if not np.all(np.isin(kinds, ("first", "last"))):
+        raise ValueError(f"find must be 'first' or 'last', got {find!r}")
+    first = kinds == "first"
     rounds = 0
     while np.any(lo < hi):
         # Breadth-first tree: node i's children are 2i+1 (outcome true) and 2i+2 (false).
@@ -54,20 +64,21 @@ def bisect(lo, hi, evaluate: Evaluate, find: str = "first", depth: int = 1,
             l, h = ranges[i]
             active = l < h
             for outcome in (True, False):
-                nl, nh = _step(l, h, np.full(l.shape, outcome), find)
+                nl, nh = _step(l, h, np.full(l.shape, outcome), first)
                 ranges.append((np.where(active, nl, l), np.where(active, nh, h)))
-        cands = np.stack([np.where(l < h, _midpoint(l, h, find), l) for l, h in ranges[: 2**depth - 1]], 1)
+        cands = np.stack([np.where(l < h, _midpoint(l, h, first), l) for l, h in ranges[: 2**depth - 1]], 1)
         live = np.stack([l < h for l, h in ranges[: 2**depth - 1]], 1)
-        if known_false is not None and np.all(known_false(cands)[live]):
-            outcome = np.zeros(cands.shape, bool)  # what evaluate would say of every candidate still in play
-        else:
-            outcome = np.asarray(evaluate(cands), bool)
+        known = np.zeros(cands.shape, bool) if known_false is None else np.asarray(known_false(cands), bool)
+        needed = live & ~known
+        outcome = np.zeros(cands.shape, bool)  # a known failure fails, as evaluate would say
+        if np.any(needed):
+            outcome = np.asarray(evaluate(cands, needed), bool) & ~known
         node = np.zeros(lo.shape, np.int64)
         rows = np.arange(lo.size)
         for _ in range(depth):
             active = lo < hi
             r = outcome[rows, node]
-            new_lo, new_hi = _step(lo, hi, r, find)
+            new_lo, new_hi = _step(lo, hi, r, first)
             lo, hi = np.where(active, new_lo, lo), np.where(active, new_hi, hi)
             node = 2 * node + np.where(r, 1, 2)
         rounds += 1

@@ -16,7 +16,7 @@ import numpy as np
 from .errors import InputError
 
 from . import rng
-from .compaction import SearchResult, compaction, inflation
+from .compaction import SearchResult, compaction, compaction_and_inflation, inflation
 from .metrics import Metrics, snapshot_metrics
 from .packing import PackConfig, pack
 from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, PLACEMENT_METHODS, slot_vector
@@ -124,11 +124,16 @@ def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...]
         raise InputError(f"search_depth must be >= 1, got {search_depth}")
     searches = {}
     report = lambda name: None if search_progress is None else (lambda r: search_progress(name, r))
-    if scoring and compact:
+    if scoring and compact and inflate == "scale":  # one search: both metrics' candidates in each packing
+        comp, infl = compaction_and_inflation(cluster, workload, cfg, keys, genomes, metrics.placed[rows] == N,
+                                              search_depth, progress=report("compaction + inflation"))
+        searches["compaction"] = _rows_of(comp, rows, len(policies))
+        searches["inflation"] = _rows_of(infl, rows, len(policies))
+    elif scoring and compact:
         searches["compaction"] = _rows_of(compaction(cluster, workload, cfg, keys, genomes,
                                                      metrics.placed[rows] == N, search_depth,
                                                      progress=report("compaction")), rows, len(policies))
-    if scoring and inflate is not None:
+    if scoring and inflate is not None and "inflation" not in searches:
         searches["inflation"] = _rows_of(inflation(cluster, workload, cfg, keys, genomes, inflate, search_depth,
                                                    progress=report("inflation")), rows, len(policies))
     resources = tuple(cluster.resources)[:R] if len(cluster.resources) >= R else tuple(f"r{x}" for x in range(R))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from jaxsched import policies, rng
-from jaxsched.compaction import (STEPS_PER_UNIT, clone_cap, clone_workload, compaction, inflation, machine_ranks,
-                                 overflows, scale_cap)
+from jaxsched.compaction import (STEPS_PER_UNIT, clone_cap, clone_workload, compaction, compaction_and_inflation,
+                                 inflation, machine_ranks, overflows, scale_cap)
 from jaxsched.packing import PackConfig, RowVariants, pack
 from jaxsched.search import bisect, bisect_sequential
 from jaxsched.types import Cluster, Workload
@@ -26,23 +26,26 @@ def instance(seed, M=10, N=40):
     return Cluster(cap), Workload(dem, np.zeros(N, np.int32), z, z)
 
 
-@pytest.mark.parametrize("find", ["first", "last"])
+@pytest.mark.parametrize("find", ["first", "last", "mixed"])
 @pytest.mark.parametrize("depth", [1, 2, 3, 5])
 def test_bisect_visits_what_binary_search_visits(find, depth):
-    g = np.random.default_rng(depth)
+    g, noise = np.random.default_rng(depth), np.random.default_rng(1)
     for _ in range(40):
         B = 6
         lo = g.integers(0, 30, B)
         hi = lo + g.integers(0, 200, B)
         truth = g.random((B, 300)) < g.random((B, 1))  # arbitrary, not monotone
+        kinds = ["first", "last"] * 3 if find == "mixed" else [find] * B
         calls = []
 
-        def evaluate(cands):
+        def evaluate(cands, needed):
             calls.append(cands.shape[1])
-            return truth[np.arange(B)[:, None], cands]
+            # What the walk does not read does not matter: answer it at random.
+            return np.where(needed, truth[np.arange(B)[:, None], cands], noise.random(cands.shape) < 0.5)
 
-        got = bisect(lo, hi, evaluate, find, depth)
-        want = [bisect_sequential(int(lo[b]), int(hi[b]), lambda x, b=b: bool(truth[b, x]), find) for b in range(B)]
+        got = bisect(lo, hi, evaluate, kinds if find == "mixed" else find, depth)
+        want = [bisect_sequential(int(lo[b]), int(hi[b]), lambda x, b=b: bool(truth[b, x]), kinds[b])
+                for b in range(B)]
         assert list(got) == want
         assert set(calls) <= {2**depth - 1}
         span = int(np.max(hi - lo)) + 1
@@ -51,7 +54,7 @@ def test_bisect_visits_what_binary_search_visits(find, depth):
 
 @pytest.mark.parametrize("depth", [1, 3])
 def test_bisect_skips_rounds_known_to_fail(depth):
-    g = np.random.default_rng(7 + depth)
+    g, noise = np.random.default_rng(7 + depth), np.random.default_rng(0)
     skipped = 0
     for _ in range(40):
         B = 2
@@ -61,9 +64,11 @@ def test_bisect_skips_rounds_known_to_fail(depth):
         known = (np.arange(401)[None] < threshold) & (g.random((B, 401)) < 0.95)  # most of the sure failures
         calls = []
 
-        def evaluate(cands):
+        def evaluate(cands, needed):
             calls.append(1)
-            return truth[np.arange(B)[:, None], cands]
+            assert not np.any(needed & known[np.arange(B)[:, None], cands])  # a sure failure is never asked for
+            # What is not needed does not matter: answer it at random.
+            return np.where(needed, truth[np.arange(B)[:, None], cands], noise.random(cands.shape) < 0.5)
 
         got = bisect(lo, hi, evaluate, "first", depth, known_false=lambda c: known[np.arange(B)[:, None], c])
         visits = [[] for _ in range(B)]
@@ -182,6 +187,29 @@ def test_inflation_equals_sequential_search_on_reference(mode):
                 assert res.value[p, t] == want / STEPS_PER_UNIT, (name, t, mode)
     assert checked >= 0.6 * 2 * 2 * len(names), checked
     assert searched >= 0.5 * checked, searched
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_joint_search_gives_compaction_and_inflation_answers(depth):
+    # The searches sharing packings find what they find apart (each checked against the
+    # sequential search above), ceilings and all: a loaded instance where some policies do
+    # not pack everything on the whole cluster, and sampled picking too.
+    names = ("best_fit", "first_fit", "alpha_evolve", "worst_fit", "epvm")
+    for seed, N, sample_k in ((20, 30, 0), (21, 38, 3), (22, 28, 0)):
+        cluster, wl = instance(seed, M=9, N=N)
+        keys = rng.trial_keys(seed - 20, "joint", 3)
+        cfg = PackConfig(policies=names, sample_k=sample_k)
+        genomes = np.stack([GENOME] * len(names))
+        packs_full = np.all(pack(cluster, wl, cfg, keys).placement >= 0, axis=-1)
+        comp, infl = compaction_and_inflation(cluster, wl, cfg, keys, genomes, packs_full, depth)
+        want_c = compaction(cluster, wl, cfg, keys, genomes, packs_full, depth)
+        want_i = inflation(cluster, wl, cfg, keys, genomes, "scale", depth)
+        for got, want in ((comp, want_c), (infl, want_i)):
+            np.testing.assert_array_equal(got.value, want.value)
+            np.testing.assert_array_equal(got.ceiling, want.ceiling)
+            assert got.reason == want.reason
+        assert comp.packings <= want_c.packings + packs_full.size and infl.packings <= want_i.packings
+        assert not packs_full.all() and packs_full.any()  # both kinds of compaction row
 
 
 def test_ceilings_are_flagged():
