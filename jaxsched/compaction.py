@@ -107,6 +107,28 @@ def _totals(a) -> np.ndarray:
     return np.sum(np.asarray(a, np.float64), axis=0)
 
 
+COMPACTION_CEILING = "does not pack 100% even on all machines"
+INFLATION_FLOOR = "; 0 where even lambda = 0.005 does not pack"
+SCALE_CEILING = "capped by the largest task on the largest machine"
+
+
+def _prefix_overflows(cluster: Cluster, workload: Workload, rank: np.ndarray):
+    """too_few(L i64[P, T, C]) -> bool[...]: the workload surely overflows trial t's first L machines."""
+    cap = np.asarray(cluster.capacity, np.float64)
+    held = np.cumsum(cap[np.argsort(rank, axis=1)], axis=1)  # held[t, L - 1]: total capacity of trial t's first L
+    demand, cap_max, T = _totals(workload.demand), float(np.max(cap, initial=0.0)), rank.shape[0]
+    return lambda L: overflows(demand, held[np.arange(T)[None, :, None], L - 1], L, workload.num_tasks, cap_max)
+
+
+def _scale_overflows(cluster: Cluster, workload: Workload):
+    """too_big(k i64[...]) -> bool[...]: every demand times k / 200 surely overflows the cluster."""
+    demand, held = _totals(workload.demand), _totals(cluster.capacity)
+    cap_max = float(np.max(np.asarray(cluster.capacity, np.float64), initial=0.0))
+    # The packing scales each float32 demand by the float32 multiplier.
+    return lambda k: overflows(demand * (k / STEPS_PER_UNIT).astype(np.float32)[..., None], held,
+                               cluster.num_machines, workload.num_tasks, cap_max)
+
+
 def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
                packs_full: np.ndarray, depth: int = 1, orders=None,
                progress: Callable[[int], None] | None = None) -> SearchResult:
@@ -122,16 +144,12 @@ def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.
         evaluate = _Batch(cluster, workload, sub, keys, np.asarray(genomes)[live], orders,
                           lambda rows: RowVariants(machine_rank=rank, prefix=rows), lambda rows: N)
         lo = np.where(packs_full[live], 1, M)
-        cap = np.asarray(cluster.capacity, np.float64)
-        # held[t, L - 1]: total capacity of trial t's first L machines.
-        held = np.cumsum(cap[np.argsort(rank, axis=1)], axis=1)
-        demand, cap_max = _totals(workload.demand), float(np.max(cap, initial=0.0))
-        too_few = lambda L: overflows(demand, held[np.arange(T)[None, :, None], L - 1], L, N, cap_max)
+        too_few = _prefix_overflows(cluster, workload, rank)
         prefix[live] = _searches(evaluate, lo, np.full_like(lo, M), "first", depth, (live.size, T), progress,
                                  too_few)
         packings = evaluate.packings
     return SearchResult(value=np.where(packs_full, prefix / M, 1.0), ceiling=~packs_full,
-                        reason="does not pack 100% even on all machines", packings=packings)
+                        reason=COMPACTION_CEILING, packings=packings)
 
 
 def scale_cap(cluster: Cluster, workload: Workload) -> float:
@@ -179,11 +197,8 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
         wl, orders = workload, None
         variants = lambda rows: RowVariants(demand_scale=(rows / STEPS_PER_UNIT).astype(np.float32))
         need = lambda rows: N
-        demand = _totals(workload.demand)
-        # The packing scales each float32 demand by the float32 multiplier.
-        too_big = lambda k: overflows(demand * (k / STEPS_PER_UNIT).astype(np.float32)[..., None], held, M, N,
-                                      cap_max)
-        reason = "capped by the largest task on the largest machine"
+        too_big = _scale_overflows(cluster, workload)
+        reason = SCALE_CEILING
     else:
         K = _max_steps(clone_cap(cluster, workload))
         wl = clone_workload(workload, keys, K)
@@ -208,7 +223,7 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
     steps = _searches(evaluate, lo, np.where(searched, K - 1, lo), "last", depth, (P, T), progress, too_big)
     value = np.where(at_cap | searched, steps / STEPS_PER_UNIT, 0.0)
     return SearchResult(value=value, ceiling=at_cap | at_floor,
-                        reason=reason + "; 0 where even lambda = 0.005 does not pack", packings=evaluate.packings)
+                        reason=reason + INFLATION_FLOOR, packings=evaluate.packings)
 
 
 def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
@@ -225,18 +240,14 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
     P, T = len(cfg.policies), int(keys.shape[0])
     genomes = np.asarray(genomes, np.float32)
     rank = machine_ranks(keys, M)
-    cap = np.asarray(cluster.capacity, np.float64)
-    held = np.cumsum(cap[np.argsort(rank, axis=1)], axis=1)  # held[t, L - 1]: trial t's first L machines
-    demand, cap_max = _totals(workload.demand), float(np.max(cap, initial=0.0))
-    held_all = _totals(cluster.capacity)
+    too_few, too_big = _prefix_overflows(cluster, workload, rank), _scale_overflows(cluster, workload)
     K = _max_steps(scale_cap(cluster, workload))
     live = np.flatnonzero(np.any(packs_full, axis=1))  # policies whose compaction has something to search
     packings = {"compaction": 0, "inflation": 0}
 
     def packs(prefix_rows, scale_rows, which):
         """All tasks placed, for rows (policy index, prefix i64[T], scale k i64[T]) of the given kinds."""
-        rows = [(p, kind, c) for p in range(P) for kind, c in which if kind == "compaction" and p in live
-                or kind == "inflation"]
+        rows = [(p, kind, c) for p in range(P) for kind, c in which if kind == "inflation" or p in live]
         if not rows:
             return {}
         names = tuple(cfg.policies[p] for p, _, _ in rows)
@@ -253,8 +264,6 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
         return {(p, kind, c): ok[i] for i, (p, kind, c) in enumerate(rows)}
 
     # Inflation's bounds first, as `inflation` does: the cap itself (unless it overflows), and k = 1.
-    too_big = lambda k: overflows(demand * (k / STEPS_PER_UNIT).astype(np.float32)[..., None], held_all, M, N,
-                                  cap_max)
     cap_over = bool(too_big(np.int64(K)))
     bounds = [("inflation", 1)] if cap_over else [("inflation", 0), ("inflation", 1)]
     got = packs({}, {(p, c): np.full(T, K if c == 0 else 1) for p in range(P) for c in (0, 1)}, bounds)
@@ -265,7 +274,6 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
     hi_i = np.where(searched, K - 1, lo_i)
     lo_c = np.where(packs_full, 1, M)
     hi_c = np.full((P, T), M)
-    too_few = lambda L: overflows(demand, held[np.arange(T)[None, :, None], L - 1], L, N, cap_max)
 
     B = P * T
     lo = np.concatenate([lo_c.reshape(-1), lo_i.reshape(-1)])
@@ -292,8 +300,7 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
     steps = bisect(lo, hi, evaluate, find, depth, progress, known_false)
     prefix, k = steps[:B].reshape(P, T), steps[B:].reshape(P, T)
     comp = SearchResult(value=np.where(packs_full, prefix / M, 1.0), ceiling=~packs_full,
-                        reason="does not pack 100% even on all machines", packings=packings["compaction"])
+                        reason=COMPACTION_CEILING, packings=packings["compaction"])
     infl = SearchResult(value=np.where(at_cap | searched, k / STEPS_PER_UNIT, 0.0), ceiling=at_cap | at_floor,
-                        reason="capped by the largest task on the largest machine; 0 where even lambda = 0.005 "
-                               "does not pack", packings=packings["inflation"])
+                        reason=SCALE_CEILING + INFLATION_FLOOR, packings=packings["inflation"])
     return comp, infl
