@@ -245,30 +245,36 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
     live = np.flatnonzero(np.any(packs_full, axis=1))  # policies whose compaction has something to search
     packings = {"compaction": 0, "inflation": 0}
 
-    def packs(prefix_rows, scale_rows, which):
-        """All tasks placed, for rows (policy index, prefix i64[T], scale k i64[T]) of the given kinds."""
-        rows = [(p, kind, c) for p in range(P) for kind, c in which if kind == "inflation" or p in live]
+    def packs(comp, infl, kinds):
+        """Whether each candidate of the given kinds packs all tasks: {kind: bool[P, T, C]}.
+
+        comp, infl i64[P, T, C]: prefix lengths and multipliers (steps); a compaction row packs
+        its prefix at scale 1, an inflation row the whole cluster at its multiplier. Rows are
+        policy-major, so that each policy's rows are one group of the packing.
+        """
+        rows = [(p, kind, c) for p in range(P) for kind in kinds if kind == "inflation" or p in live
+                for c in range((comp if kind == "compaction" else infl).shape[2])]
+        out = {kind: np.zeros((P, T, (comp if kind == "compaction" else infl).shape[2]), bool) for kind in kinds}
         if not rows:
-            return {}
-        names = tuple(cfg.policies[p] for p, _, _ in rows)
-        prefix = np.stack([prefix_rows[(p, c)] if kind == "compaction" else np.full(T, M) for p, kind, c in rows])
-        k = np.stack([scale_rows[(p, c)] if kind == "inflation" else np.full(T, STEPS_PER_UNIT)
-                      for p, kind, c in rows])
-        state = pack(cluster, workload, dataclasses.replace(cfg, policies=names), keys,
-                     genomes=genomes[[p for p, _, _ in rows]],
+            return out
+        prefix = np.stack([comp[p, :, c] if kind == "compaction" else np.full(T, M) for p, kind, c in rows])
+        k = np.stack([infl[p, :, c] if kind == "inflation" else np.full(T, STEPS_PER_UNIT) for p, kind, c in rows])
+        state = pack(cluster, workload, dataclasses.replace(cfg, policies=tuple(cfg.policies[p] for p, _, _ in rows)),
+                     keys, genomes=genomes[[p for p, _, _ in rows]],
                      variants=RowVariants(machine_rank=rank, prefix=prefix,
                                           demand_scale=(k / STEPS_PER_UNIT).astype(np.float32)))
         ok = np.sum(state.placement >= 0, axis=-1) == N
-        for _, kind, _ in rows:
+        for i, (p, kind, c) in enumerate(rows):
+            out[kind][p, :, c] = ok[i]
             packings[kind] += T
-        return {(p, kind, c): ok[i] for i, (p, kind, c) in enumerate(rows)}
+        return out
 
     # Inflation's bounds first, as `inflation` does: the cap itself (unless it overflows), and k = 1.
     cap_over = bool(too_big(np.int64(K)))
-    bounds = [("inflation", 1)] if cap_over else [("inflation", 0), ("inflation", 1)]
-    got = packs({}, {(p, c): np.full(T, K if c == 0 else 1) for p in range(P) for c in (0, 1)}, bounds)
-    at_cap = np.zeros((P, T), bool) if cap_over else np.stack([got[(p, "inflation", 0)] for p in range(P)])
-    at_floor = ~np.stack([got[(p, "inflation", 1)] for p in range(P)])
+    bounds = np.broadcast_to(np.array([1] if cap_over else [K, 1]), (P, T, 1 if cap_over else 2))
+    got = packs(None, bounds, ["inflation"])["inflation"]
+    at_cap = np.zeros((P, T), bool) if cap_over else got[..., 0]
+    at_floor = ~got[..., -1]
     searched = ~at_cap & ~at_floor
     lo_i = np.where(at_cap, K, 1)
     hi_i = np.where(searched, K - 1, lo_i)
@@ -287,15 +293,10 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
 
     def evaluate(cands, needed):
         C = cands.shape[1]
-        comp, infl = cands[:B].reshape(P, T, C), cands[B:].reshape(P, T, C)
-        which = [(kind, c) for kind, half in (("compaction", needed[:B]), ("inflation", needed[B:]))
-                 if np.any(half) for c in range(C)]
-        got = packs({(p, c): comp[p, :, c] for p in range(P) for c in range(C)},
-                    {(p, c): infl[p, :, c] for p in range(P) for c in range(C)}, which)
-        out = np.zeros((2, P, T, C), bool)
-        for (p, kind, c), ok in got.items():
-            out[0 if kind == "compaction" else 1, p, :, c] = ok
-        return out.reshape(2 * B, C)
+        kinds = [kind for kind, half in (("compaction", needed[:B]), ("inflation", needed[B:])) if np.any(half)]
+        got = packs(cands[:B].reshape(P, T, C), cands[B:].reshape(P, T, C), kinds)
+        return np.concatenate([got.get(kind, np.zeros((P, T, C), bool)).reshape(B, C)
+                               for kind in ("compaction", "inflation")])
 
     steps = bisect(lo, hi, evaluate, find, depth, progress, known_false)
     prefix, k = steps[:B].reshape(P, T), steps[B:].reshape(P, T)
