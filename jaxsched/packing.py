@@ -353,6 +353,11 @@ _BLOCK_SPECS = {
 }
 
 
+def _mesh(devices: tuple) -> Mesh:
+    """The 1-D mesh a packing's blocks are split over (trials, or policy rows)."""
+    return Mesh(np.asarray(devices), ("trials",))
+
+
 @functools.lru_cache(maxsize=64)
 def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool, axis: str = "trials"):
     """`_pack_block` with the trial axis (or the policy rows, axis="rows") split over `devices`.
@@ -361,7 +366,7 @@ def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool
     packs its share with the unchanged code: results are bit-identical to one device.
     Rows are split only when they all have the same policy. `missed` comes back per device.
     """
-    mesh = Mesh(np.asarray(devices), ("trials",))
+    mesh = _mesh(devices)
     local_cfg = cfg
     if axis == "rows":
         local_cfg = dataclasses.replace(cfg, policies=cfg.policies[:len(cfg.policies) // len(devices)])
@@ -408,7 +413,7 @@ def _placer(devices, axis):
     sharded program makes JAX copy them over at every call (0.15 s a 53-block packing)."""
     if len(devices) < 2:
         return lambda i, x: x
-    mesh = Mesh(np.asarray(devices), ("trials",))
+    mesh = _mesh(devices)
     return lambda i, x: _global(x, mesh, _BLOCK_SPECS[axis][0][i])
 
 
