@@ -12,8 +12,9 @@ Two pickers, as the spec defines them:
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
   lowest machine index among them; when none is feasible, a full scan of that row (rows
   missing at a step are scanned one by one). Blocks first run without that fallback and
-  are redone with it only if needed. On CPU its state is kept as complex64 pairs of
-  dimensions (`to_pairs`): one gather fetches two dimensions of a drawn machine.
+  are redone with it only if needed. On CPU its state is kept machine-major, as complex64
+  pairs of dimensions (`to_state`): one gather fetches two dimensions of a drawn machine
+  for all rows at once.
 
 Tasks run in compiled blocks of `block` steps, so one program serves any task count,
 the carry is donated between blocks, and long runs can report progress. On CPU,
@@ -28,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -140,6 +141,22 @@ def pair_rows(z, R: int) -> tuple:
     return tuple(part(z[..., c, :]) for c in range(z.shape[-2]) for part in (jnp.real, jnp.imag))[:R]
 
 
+def to_state(free, cfg: PackConfig):
+    """The packing carry of free f32[P, T, R, Mp]: unchanged, or where `uses_pairs(cfg)`,
+    machine-major pairs complex64[T, C, Mp, P] (`to_pairs`, rows last).
+
+    A sampled step gathers the K drawn machines of a trial for all P rows; with the rows
+    last, each draw is one contiguous slice of P elements instead of P scattered ones
+    (a 32-row sampled step: the gathers cost about half as much).
+    """
+    return jnp.transpose(to_pairs(free), (1, 2, 3, 0)) if uses_pairs(cfg) else free
+
+
+def from_state(z, R: int):
+    """free f32[P, T, R, Mp] from a packing carry in either form (`to_state`)."""
+    return from_pairs(jnp.transpose(z, (3, 0, 1, 2)), R) if jnp.iscomplexobj(z) else z
+
+
 def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit.
 
@@ -153,30 +170,35 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
 def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None):
     """Power-of-K choice per (row, trial) among machines idx i32[T, K]: (i32[P, T], free).
 
-    free f32[P, T, R, Mp] and inv f32[R, Mp], or both in `to_pairs` form (complex64, C rows
-    for R). With `fallback`, rows whose K draws are all infeasible get a full scan, unless
-    `bound` f32[P, T, R] (at least each row's largest free value per dimension) shows that
-    the task fits no machine; without it they get `none` and the caller must redo the
-    block with the fallback on. `free` comes back unchanged (the caller must use the
-    returned one: it is passed through the fallback's loop so that XLA does not copy it).
+    free f32[P, T, R, Mp] and inv f32[R, Mp], or free machine-major complex64[T, C, Mp, P]
+    (`to_state`) and inv complex64[C, Mp] (`to_pairs`). With `fallback`, rows whose K draws
+    are all infeasible get a full scan, unless `bound` (a `FitBound` of the rows) shows
+    that the task fits no machine; without it they
+    get `none` and the caller must redo the block with the fallback on. `free` comes back
+    unchanged (the caller must use the returned one: it is passed through the fallback's
+    loop so that XLA does not copy it).
     """
-    P, T, C, Mp = free.shape
+    C, Mp = inv.shape
     R = d.shape[-1]
-    paired = jnp.iscomplexobj(free)
-    rows = (lambda g: pair_rows(g, R)) if paired else (lambda g: tuple(g[..., x, :] for x in range(R)))
-    plane = jnp.arange(C, dtype=jnp.int32).reshape(1, C, 1)
-    at = plane * Mp + idx[:, None, :]  # [T, C, K]
-    row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * (C * Mp)
-    free_s = rows(_take(free.reshape(-1), row + at[None]))  # R x [P, T, K]
-    inv_s = rows(_take(inv.reshape(-1), at))  # R x [T, K]
+    at = jnp.arange(C, dtype=jnp.int32).reshape(1, C, 1) * Mp + idx[:, None, :]  # [T, C, K]
     noise = _noise(cfg, nwords, step, idx)
+    if jnp.iscomplexobj(free):
+        T, P = free.shape[0], free.shape[-1]
+        trial_at = jnp.arange(T, dtype=jnp.int32).reshape(T, 1, 1) * (C * Mp) + at
+        drawn = jnp.moveaxis(_take(free.reshape(T * C * Mp, P), trial_at), -1, 0)  # [P, T, C, K]
+        free_s, inv_s = pair_rows(drawn, R), pair_rows(_take(inv.reshape(-1), at), R)  # R x [P, T, K], R x [T, K]
+    else:
+        P, T = free.shape[:2]
+        row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * (C * Mp)
+        rows = lambda g: tuple(g[..., x, :] for x in range(R))
+        free_s, inv_s = rows(_take(free.reshape(-1), row + at[None])), rows(_take(inv.reshape(-1), at))
     j = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
                     lambda s: _lowest_best(s, idx[None], none))
     if not fallback:
         return j, free
     missing = j == none
-    if bound is not None:  # feasibility needs d_x <= f_x + tol on every dimension: not if d_x > max f_x + tol
-        missing = missing & jnp.all(d <= bound + FEASIBILITY_TOL, axis=-1)
+    if bound is not None:
+        missing = missing & may_fit(bound, d)
     # The state goes through `when`'s carry: a lax.cond that read it would copy it every step.
     return when(jnp.any(missing), lambda c: (_fallback(cfg, c[1], d, inv, genomes, nwords, step, none, missing, c[0]),
                                              c[1]), (j, free))
@@ -194,9 +216,73 @@ def when(pred, fn, operand):
     return lax.while_loop(lambda c: c[0], body, (pred, operand))[1]
 
 
+STAIRS = 4  # thresholds per dimension of `fit_bound`'s staircase
+
+
+class FitBound(NamedTuple):
+    """Necessary conditions for a row's task to fit some machine, from the row's free
+    capacity at the start of a block (free only shrinks while a snapshot packs).
+
+    Besides each dimension's largest free value, a staircase of the first two dimensions:
+    for thresholds `cut` on dimension x (0 or 1), the largest free value of the other
+    dimension among the machines whose free x is at least the threshold. A task that needs
+    more than that on the other dimension fits nowhere, although it passes `top`.
+    """
+
+    top: jax.Array  # f32[P, T, R]
+    cut: jax.Array  # f32[2, P, T, S]: thresholds on dimension x
+    other: jax.Array  # f32[2, P, T, S]: max free of dimension 1 - x where free x >= cut
+
+
+def fit_bound(free, R: int, demand_blk, scale) -> FitBound:
+    """The FitBound of each (row, trial) of free (either `to_state` form), with thresholds
+    at quantiles of the block's demands demand_blk f32[block, T, R] times scale f32[P, T]."""
+    top = row_bound(free, R)
+    P, T = top.shape[:2]
+    if R < 2:
+        empty = jnp.zeros((2, P, T, 0), jnp.float32)
+        return FitBound(top, empty, empty)
+    block = demand_blk.shape[0]
+    picks = np.linspace(0, block - 1, STAIRS).round().astype(np.int32)
+    q = jnp.sort(demand_blk[:, :, :2], axis=0)[picks]  # [S, T, 2]
+    cuts = jnp.stack([q[None, :, :, x].transpose(0, 2, 1) * scale[..., None] for x in range(2)])  # [2, P, T, S]
+    if jnp.iscomplexobj(free):
+        # Machine-major [T, Mp, P] per dimension: the maxima run down the machine axis, P lanes at a
+        # time (a reduction along the contiguous axis is several times slower on CPU).
+        dims = (jnp.real(free[:, 0]), jnp.imag(free[:, 0]))
+        lay = lambda c: jnp.transpose(c, (1, 2, 0))[:, :, None, :]  # [P, T, S] -> [T, S, 1, P]
+        others = [jnp.max(jnp.where(dims[x][:, None] >= lay(cuts[x]), dims[1 - x][:, None], -jnp.inf), axis=2)
+                  for x in range(2)]  # [T, S, P]
+        others = [jnp.transpose(o, (2, 0, 1)) for o in others]
+    else:
+        dims = (free[:, :, 0], free[:, :, 1])  # [P, T, Mp]
+        others = [jnp.max(jnp.where(dims[x][:, :, None, :] >= cuts[x][..., None], dims[1 - x][:, :, None, :],
+                                    -jnp.inf), axis=-1) for x in range(2)]
+    return FitBound(top, cuts, jnp.stack(others))
+
+
+def may_fit(bound: FitBound, d):
+    """False where `bound` shows that the task d f32[P, T, R] of a row fits no machine: bool[P, T].
+
+    Feasibility is d_x <= f_x + tol. Where cut + tol < d_x (in float32), a machine with
+    free x below the cut is infeasible, so a feasible one is among those the staircase
+    step counts, and its free 1 - x is at most `other`.
+    """
+    ok = jnp.all(d <= bound.top + FEASIBILITY_TOL, axis=-1)
+    for x in range(bound.cut.shape[0] if bound.cut.shape[-1] else 0):
+        step = bound.cut[x] + FEASIBILITY_TOL < d[..., x, None]  # [P, T, S]
+        limit = jnp.min(jnp.where(step, bound.other[x], jnp.inf), axis=-1)
+        ok = ok & (d[..., 1 - x] <= limit + FEASIBILITY_TOL)
+    return ok
+
+
 def row_bound(free, R: int):
-    """Each (row, trial)'s largest free value per dimension, f32[P, T, R] (free possibly in pairs)."""
-    return jnp.max(from_pairs(free, R) if jnp.iscomplexobj(free) else free, axis=-1)
+    """Each (row, trial)'s largest free value per dimension, f32[P, T, R] (free in either `to_state` form)."""
+    if not jnp.iscomplexobj(free):
+        return jnp.max(free, axis=-1)
+    T, C, _, P = free.shape
+    top = jnp.stack([jnp.max(free.real, axis=2), jnp.max(free.imag, axis=2)], axis=2)  # [T, C, 2, P]
+    return jnp.transpose(top.reshape(T, 2 * C, P)[:, :R], (2, 0, 1))
 
 
 def _lowest_best(s, machines, none):
@@ -232,7 +318,7 @@ def first_best(s, none):
 def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
     """j with a full scan for the (row, trial) pairs in `missing`: i32[P, T].
 
-    free f32[P, T, R, Mp] and inv f32[R, Mp], or both in `to_pairs` form (complex64).
+    free and inv as `_sampled` takes them.
 
     In a big batch a few rows miss at a step, so only those are scanned, one at a time in
     a while loop. The row's state is sliced out as R contiguous rows (no gather, and no
@@ -241,18 +327,28 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
     take the lowest index among the top scores, as a full scan does. Policies that draw
     noise (per trial) scan all their rows with `_full_scan`.
     """
-    P, T, C, Mp = free.shape
+    P, T = missing.shape
+    C, Mp = inv.shape
     R = d.shape[-1]
     paired = jnp.iscomplexobj(free)
     rows_of = (lambda z: pair_rows(z, R)) if paired else (lambda z: tuple(z[x] for x in range(R)))
     inv_rows = rows_of(inv)
+
+    def row_state(p, t):  # R x f32[Mp]
+        if paired:
+            return rows_of(lax.dynamic_slice(free, (t, 0, 0, p), (1, C, Mp, 1))[0, :, :, 0])
+        return rows_of(lax.dynamic_slice(free, (p, t, 0, 0), (1, 1, C, Mp))[0, 0])
+
     out = []
     for name, lo, hi in cfg.groups():
         sub = dataclasses.replace(cfg, policies=(name,) * (hi - lo))
         miss, j_g = missing[lo:hi], j[lo:hi]
         if sub.uses_noise:
-            unpair = (lambda x: from_pairs(x, R)) if paired else (lambda x: x)
-            full = _full_scan(sub, unpair(free[lo:hi]), d[lo:hi], unpair(inv), genomes[lo:hi], nwords, step, none)
+            if paired:
+                rows_free, rows_inv = from_state(free[..., lo:hi], R), from_pairs(inv, R)
+            else:
+                rows_free, rows_inv = free[lo:hi], inv
+            full = _full_scan(sub, rows_free, d[lo:hi], rows_inv, genomes[lo:hi], nwords, step, none)
             out.append(jnp.where(miss, full, j_g))
             continue
         G = (hi - lo) * T
@@ -264,7 +360,7 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
             i, res = state
             r = ids[i]
             p, t = lo + r // T, r % T
-            f_r = rows_of(lax.dynamic_slice(free, (p, t, 0, 0), (1, 1, C, Mp))[0, 0])  # R x f32[Mp]
+            f_r = row_state(p, t)
             d_r = d[p, t]
 
             def score():
@@ -282,15 +378,20 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
 def _place(free, j, d, none):
     """free[p, t, :, j[p, t]] -= d[p, t] in place, skipping unplaced rows.
 
-    free is f32[P, T, R, Mp], or complex64[P, T, C, Mp] in `to_pairs` form.
+    free is f32[P, T, R, Mp], or machine-major pairs complex64[T, C, Mp, P] (`to_state`).
     """
-    P, T, R, Mp = free.shape
-    delta = -d
+    P, T = j.shape
     if jnp.iscomplexobj(free):
-        delta = to_pairs(delta[..., None])[..., 0]  # [P, T, C]
-    row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
-    dim = jnp.arange(R, dtype=jnp.int32)
-    flat = (row[..., None] * R + dim[None, None, :]) * Mp + j[..., None]  # [P, T, R]
+        _, C, Mp, _ = free.shape
+        delta = to_pairs(-d[..., None])[..., 0]  # [P, T, C]
+        plane = jnp.arange(T * C, dtype=jnp.int32).reshape(1, T, C)  # (trial, pair) planes of Mp x P
+        flat = (plane * Mp + j[..., None]) * P + jnp.arange(P, dtype=jnp.int32).reshape(P, 1, 1)
+    else:
+        _, _, C, Mp = free.shape
+        delta = -d
+        row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
+        dim = jnp.arange(C, dtype=jnp.int32)
+        flat = (row[..., None] * C + dim[None, None, :]) * Mp + j[..., None]  # [P, T, R]
     flat = jnp.where((j == none)[..., None], free.size, flat)  # out of range: dropped
     out = free.reshape(-1).at[flat.reshape(-1)].add(delta.reshape(-1), mode="drop", unique_indices=True)
     return out.reshape(free.shape)
@@ -304,9 +405,9 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
 
     Returns (free, machine i32[block, P, T], missed: whether some sampled placement
     found no feasible draw; only possible, and then meaningless, without `fallback`).
-    free and inv are in `to_pairs` form (complex64) when `uses_pairs(cfg)`.
+    free is in `to_state` form and inv in `to_pairs` form when `uses_pairs(cfg)`.
     """
-    Mp = free.shape[-1]
+    Mp = inv.shape[-1]
     none = jnp.int32(Mp)
     steps = start + jnp.arange(cfg.block, dtype=jnp.int32)
     d_blk = jnp.moveaxis(demand[order], 0, 1)  # order [T, block] -> [block, T, R]
@@ -315,8 +416,8 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     draw = lambda step: rng.sample_machines(swords, step, max(cfg.sample_k, 1), num_machines)
     idx_blk = jax.vmap(draw)(steps) if cfg.sample_k > 0 else jnp.zeros((cfg.block, 0), jnp.int32)
 
-    # Free capacity only shrinks while a snapshot packs, so the block's first maxima bound it throughout.
-    bound = row_bound(free, demand.shape[-1]) if cfg.sample_k > 0 and fallback else None
+    # Free capacity only shrinks while a snapshot packs, so the block's first state bounds it throughout.
+    bound = fit_bound(free, demand.shape[-1], d_blk, scale) if cfg.sample_k > 0 and fallback else None
 
     def body(free, x):
         d_t, step, idx, task = x
@@ -351,6 +452,17 @@ _BLOCK_SPECS = {
     "rows": ((_T0, _REP, _REP, _REP, _REP, _REP, _REP, _T0, _REP, _REP, _T0, _T0),
              (_T0, PartitionSpec(None, "trials"), _T0)),
 }
+# The spec of free in `to_state`'s machine-major form [T, C, Mp, P], per split.
+_MACHINE_MAJOR_FREE = {"trials": _T0, "rows": PartitionSpec(None, None, None, "trials")}
+
+
+def _block_specs(cfg: PackConfig, axis: str):
+    """(in_specs, out_specs) of a block split over `axis`, for the state form of cfg."""
+    ins, outs = _BLOCK_SPECS[axis]
+    if uses_pairs(cfg):
+        free = _MACHINE_MAJOR_FREE[axis]
+        ins, outs = (free, *ins[1:]), (free, *outs[1:])
+    return ins, outs
 
 
 def _mesh(devices: tuple) -> Mesh:
@@ -376,7 +488,7 @@ def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool
                                       nwords, scale, limit, cfg=local_cfg, fallback=fallback)
         return free, j, missed[None]
 
-    in_specs, out_specs = _BLOCK_SPECS[axis]
+    in_specs, out_specs = _block_specs(cfg, axis)
     fn = jax.shard_map(local, mesh=mesh, check_vma=False, in_specs=in_specs, out_specs=out_specs)
     return jax.jit(fn, donate_argnums=(0,) if donate else ()), mesh
 
@@ -397,16 +509,18 @@ def to_host(x) -> np.ndarray:
 
 
 def _run_block(free, args, cfg, fallback, donate, devices, axis="trials"):
-    """One block on one device, or sharded over several (trials on one host or many; rows on one)."""
+    """One block on one device, or sharded over several (trials on one host or many; rows on one).
+
+    `missed` comes back as a device array (one flag per device), read only where needed:
+    reading it waits for the block, so blocks run with the fallback are left to queue."""
     if len(devices) > 1:  # the arguments are already placed (`_placer`)
         fn, _ = _sharded_block(cfg, fallback, devices, donate, axis)
-        new_free, j, missed = fn(free, *args)
-        return new_free, j, bool(np.any(to_host(missed)))
+        return fn(free, *args)
     block = _pack_block_donating if donate else _pack_block_fast
     return block(free, *args, cfg=cfg, fallback=fallback)
 
 
-def _placer(devices, axis):
+def _placer(cfg, devices, axis):
     """place(i, x): argument i of `_pack_block` (0: free) as `_run_block` takes it, on the
     devices it is split over (as a global array); unchanged on one device. Arguments that
     stay the same from block to block are placed once: passing single-device arrays to a
@@ -414,7 +528,8 @@ def _placer(devices, axis):
     if len(devices) < 2:
         return lambda i, x: x
     mesh = _mesh(devices)
-    return lambda i, x: _global(x, mesh, _BLOCK_SPECS[axis][0][i])
+    specs = _block_specs(cfg, axis)[0]
+    return lambda i, x: _global(x, mesh, specs[i])
 
 
 def shard_devices(trials: int) -> tuple:
@@ -492,8 +607,8 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
     in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
     free = jnp.where(in_prefix, cap_t[None, None], PAD_CAPACITY)
     if uses_pairs(cfg):
-        free, inv_t = to_pairs(free), to_pairs(inv_t)
-    place = _placer(devices, axis)
+        free, inv_t = to_state(free, cfg), to_pairs(inv_t)
+    place = _placer(cfg, devices, axis)
     free = place(0, free)
     inv_t, demand, num_tasks, num_machines, genomes, swords, nwords, scale, limit = (
         place(i, x) for i, x in ((1, inv_t), (2, demand), (5, jnp.int32(N)), (6, jnp.int32(M)), (7, genomes),
@@ -505,7 +620,7 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
                 num_tasks, num_machines, genomes, swords, nwords, scale, limit)
         if optimistic:
             new_free, j, missed = _run_block(free, args, cfg, False, False, devices, axis)
-            if bool(missed):
+            if bool(np.any(to_host(missed))):
                 optimistic = False  # a filling cluster keeps missing: stay on the slow path
             else:
                 free = new_free
@@ -519,7 +634,7 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
     return to_host(free), np.concatenate([to_host(j) for j in chosen], axis=0)
 
 
-_unpair_state = jax.jit(from_pairs, static_argnums=1)
+_unpair_state = jax.jit(from_state, static_argnums=1)
 
 
 def _block_size(cfg_block: int, num_tasks: int) -> int:

@@ -273,7 +273,36 @@ def test_row_bound_is_the_largest_free_value_per_dimension(R):
     free = np.random.default_rng(R).uniform(-1, 1, (3, 2, R, 40)).astype(np.float32)
     want = free.max(axis=-1)
     np.testing.assert_array_equal(np.asarray(packing.row_bound(jnp.asarray(free), R)), want)
-    np.testing.assert_array_equal(np.asarray(packing.row_bound(packing.to_pairs(jnp.asarray(free)), R)), want)
+    paired = packing.to_state(jnp.asarray(free), PackConfig(policies=("best_fit",) * 3, sample_k=2))
+    assert jnp.iscomplexobj(paired) and paired.shape == (2, (R + 1) // 2, 40, 3)  # machine-major pairs [T, C, Mp, P]
+    np.testing.assert_array_equal(np.asarray(packing.row_bound(paired, R)), want)
+    np.testing.assert_array_equal(np.asarray(packing.from_state(paired, R)), free)
+
+
+@pytest.mark.parametrize("R,paired", [(2, False), (2, True), (3, True)])
+def test_fit_bound_never_skips_a_task_that_fits(R, paired):
+    """`may_fit` is True wherever some machine is feasible (d <= f + 1e-6 on every dimension),
+    in either form of the state, and its staircase rules out tasks that the per-dimension
+    maxima alone would let through."""
+    g = np.random.default_rng(R + 10 * paired)
+    P, T, M, N = 3, 2, 40, 400
+    free = g.uniform(0, 1, (P, T, R, M)).astype(np.float32) ** 3  # mostly small free values
+    free[0, 0, :, :5] = -1.0  # padding machines: never feasible
+    demand = g.uniform(0, 0.6, (N, T, R)).astype(np.float32)
+    demand[:20] = free[0, 0, :, 5 + np.arange(20)][:, None, :] + np.float32(1e-6)  # at the tolerance (unscaled)
+    scale = g.uniform(0.5, 1.5, (P, T)).astype(np.float32)
+    state = packing.to_state(jnp.asarray(free), PackConfig(policies=("best_fit",) * P, sample_k=2 if paired else 0))
+    assert jnp.iscomplexobj(state) == paired
+    bound = packing.fit_bound(state, R, jnp.asarray(demand[:64]), jnp.asarray(scale))
+    d = demand[:, None] * scale[None, ..., None]  # [N, P, T, R], as the step scales it
+    fits = np.any(np.all(d[..., None] <= free[None] + np.float32(1e-6), axis=-2), axis=-1)  # [N, P, T]
+    may = np.stack([np.asarray(packing.may_fit(bound, jnp.asarray(x))) for x in d])
+    assert not np.any(fits & ~may)  # sound
+    # The staircase (on CPU and memory) rules out tasks that the per-dimension maxima let through.
+    top_only = np.all(d <= free.max(axis=-1)[None] + np.float32(1e-6), axis=-1)
+    fits01 = np.any(np.all(d[..., :2, None] <= free[None, :, :, :2] + np.float32(1e-6), axis=-2), axis=-1)
+    pruned, missed = np.sum(top_only & ~may), np.sum(top_only & ~fits01)
+    assert pruned > (0.5 * missed if R == 2 else 0) and missed > 0
 
 
 @pytest.mark.parametrize("X", [2048, 384, 100])
