@@ -167,16 +167,16 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     return _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0), lambda s: first_best(s, none))
 
 
-def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None):
-    """Power-of-K choice per (row, trial) among machines idx i32[T, K]: (i32[P, T], free).
+def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None):
+    """Power-of-K choice per (row, trial) among machines idx i32[T, K]: (i32[P, T], rows).
 
     free f32[P, T, R, Mp] and inv f32[R, Mp], or free machine-major complex64[T, C, Mp, P]
     (`to_state`) and inv complex64[C, Mp] (`to_pairs`). With `fallback`, rows whose K draws
-    are all infeasible get a full scan, unless `bound` (a `FitBound` of the rows) shows
-    that the task fits no machine; without it they
-    get `none` and the caller must redo the block with the fallback on. `free` comes back
-    unchanged (the caller must use the returned one: it is passed through the fallback's
-    loop so that XLA does not copy it).
+    are all infeasible get a full scan (`_fallback`, which reads `rows`: the same state
+    row-major, f32[P, T, R, Mp] or complex64[P, T, C, Mp]), unless `bound` (a `FitBound`)
+    shows that the task fits no machine; without it they get `none` and the caller must
+    redo the block with the fallback on. `rows` comes back unchanged (the caller must use
+    the returned one: it goes through the fallback's loops so that XLA does not copy it).
     """
     C, Mp = inv.shape
     R = d.shape[-1]
@@ -185,23 +185,90 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
     if jnp.iscomplexobj(free):
         T, P = free.shape[0], free.shape[-1]
         trial_at = jnp.arange(T, dtype=jnp.int32).reshape(T, 1, 1) * (C * Mp) + at
-        drawn = jnp.moveaxis(_take(free.reshape(T * C * Mp, P), trial_at), -1, 0)  # [P, T, C, K]
+        if P == 1:  # a 1-D gather is faster than slices of one element (one genome: 4% a packing)
+            drawn = _take(free.reshape(-1), trial_at)[None]  # [1, T, C, K]
+        else:
+            drawn = jnp.moveaxis(_take(free.reshape(T * C * Mp, P), trial_at), -1, 0)  # [P, T, C, K]
         free_s, inv_s = pair_rows(drawn, R), pair_rows(_take(inv.reshape(-1), at), R)  # R x [P, T, K], R x [T, K]
     else:
         P, T = free.shape[:2]
         row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * (C * Mp)
-        rows = lambda g: tuple(g[..., x, :] for x in range(R))
-        free_s, inv_s = rows(_take(free.reshape(-1), row + at[None])), rows(_take(inv.reshape(-1), at))
+        dims = lambda g: tuple(g[..., x, :] for x in range(R))
+        free_s, inv_s = dims(_take(free.reshape(-1), row + at[None])), dims(_take(inv.reshape(-1), at))
     j = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
                     lambda s: _lowest_best(s, idx[None], none))
     if not fallback:
-        return j, free
+        return j, rows
     missing = j == none
     if bound is not None:
         missing = missing & may_fit(bound, d)
-    # The state goes through `when`'s carry: a lax.cond that read it would copy it every step.
-    return when(jnp.any(missing), lambda c: (_fallback(cfg, c[1], d, inv, genomes, nwords, step, none, missing, c[0]),
-                                             c[1]), (j, free))
+    return _fallback(cfg, rows, d, inv, genomes, nwords, step, none, missing, j)
+
+
+
+def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
+    """(j with a full scan for the (row, trial) pairs in `missing`: i32[P, T], free).
+
+    free: the state row-major, f32[P, T, R, Mp] or complex64[P, T, C, Mp] (`to_pairs`);
+    inv as `_sampled` takes it. In a big batch a few rows miss at a step, so only those are
+    scanned, one at a time, in a while loop that runs while some are left (none: it only
+    tests its condition). The row's state is sliced out as R contiguous rows (no gather,
+    and no stacked copy of the pairs); a row whose task fits no machine at all skips the
+    scoring; the others score all their machines in one vectorized pass and take the
+    lowest index among the top scores, as a full scan does. Policies that draw noise (per
+    trial) scan all their rows with `_full_scan`. The state goes through the loops' carry
+    (a lax.cond or loop that only read it would make XLA copy it every step) and comes back.
+    """
+    P, T = missing.shape
+    C, Mp = inv.shape
+    R = d.shape[-1]
+    paired = jnp.iscomplexobj(free)
+    rows_of = (lambda z: pair_rows(z, R)) if paired else (lambda z: tuple(z[x] for x in range(R)))
+    inv_rows = rows_of(inv)
+
+    def row_state(fr, p, t):  # R x f32[Mp]
+        return rows_of(lax.dynamic_slice(fr, (p, t, 0, 0), (1, 1, C, Mp))[0, 0])
+
+    out = []
+    for name, lo, hi in cfg.groups():
+        sub = dataclasses.replace(cfg, policies=(name,) * (hi - lo))
+        miss, j_g = missing[lo:hi], j[lo:hi]
+        if sub.uses_noise:
+            def noisy(c, sub=sub, lo=lo, hi=hi, miss=miss):
+                fr = c[1]
+                if paired:
+                    rows_free, rows_inv = from_pairs(fr[lo:hi], R), from_pairs(inv, R)
+                else:
+                    rows_free, rows_inv = fr[lo:hi], inv
+                full = _full_scan(sub, rows_free, d[lo:hi], rows_inv, genomes[lo:hi], nwords, step, none)
+                return jnp.where(miss, full, c[0]), fr
+            j_g, free = when(jnp.any(miss), noisy, (j_g, free))
+            out.append(j_g)
+            continue
+        G = (hi - lo) * T
+        iota = jnp.arange(G, dtype=jnp.int32)
+        first = lambda mask, iota=iota, G=G: jnp.min(jnp.where(mask, iota, G))
+        policy = get_policy(name)
+
+        def scan_row(state, lo=lo, policy=policy, first=first):
+            r, mask, res, fr = state
+            p, t = lo + r // T, r % T
+            f_r = row_state(fr, p, t)
+            d_r = d[p, t]
+
+            def score():
+                s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot)
+                return first_best(s, none)
+
+            fits = feasible(tuple(d_r[x] for x in range(R)), f_r, inv_rows)
+            mask = mask.at[r].set(False)
+            return first(mask), mask, res.at[r].set(lax.cond(jnp.any(fits), score, lambda: none)), fr
+
+        mask = miss.reshape(G)
+        _, _, res, free = lax.while_loop(lambda state, G=G: state[0] < G, scan_row,
+                                         (first(mask), mask, j_g.reshape(G), free))
+        out.append(res.reshape(hi - lo, T))
+    return (jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]), free
 
 
 def when(pred, fn, operand):
@@ -315,83 +382,26 @@ def first_best(s, none):
     return jnp.where(best[..., 0] > -jnp.inf, chunk * CHUNK + lane, none).astype(jnp.int32)
 
 
-def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
-    """j with a full scan for the (row, trial) pairs in `missing`: i32[P, T].
-
-    free and inv as `_sampled` takes them.
-
-    In a big batch a few rows miss at a step, so only those are scanned, one at a time in
-    a while loop. The row's state is sliced out as R contiguous rows (no gather, and no
-    stacked copy of the pairs); a row whose task fits no machine at all (a full cluster)
-    skips the scoring; the others score all their machines in one vectorized pass and
-    take the lowest index among the top scores, as a full scan does. Policies that draw
-    noise (per trial) scan all their rows with `_full_scan`.
-    """
-    P, T = missing.shape
-    C, Mp = inv.shape
-    R = d.shape[-1]
-    paired = jnp.iscomplexobj(free)
-    rows_of = (lambda z: pair_rows(z, R)) if paired else (lambda z: tuple(z[x] for x in range(R)))
-    inv_rows = rows_of(inv)
-
-    def row_state(p, t):  # R x f32[Mp]
-        if paired:
-            return rows_of(lax.dynamic_slice(free, (t, 0, 0, p), (1, C, Mp, 1))[0, :, :, 0])
-        return rows_of(lax.dynamic_slice(free, (p, t, 0, 0), (1, 1, C, Mp))[0, 0])
-
-    out = []
-    for name, lo, hi in cfg.groups():
-        sub = dataclasses.replace(cfg, policies=(name,) * (hi - lo))
-        miss, j_g = missing[lo:hi], j[lo:hi]
-        if sub.uses_noise:
-            if paired:
-                rows_free, rows_inv = from_state(free[..., lo:hi], R), from_pairs(inv, R)
-            else:
-                rows_free, rows_inv = free[lo:hi], inv
-            full = _full_scan(sub, rows_free, d[lo:hi], rows_inv, genomes[lo:hi], nwords, step, none)
-            out.append(jnp.where(miss, full, j_g))
-            continue
-        G = (hi - lo) * T
-        count = jnp.sum(miss, dtype=jnp.int32)
-        ids = jnp.nonzero(miss.reshape(G), size=G, fill_value=0)[0].astype(jnp.int32)
-        policy = get_policy(name)
-
-        def scan_row(state, lo=lo, ids=ids, policy=policy):
-            i, res = state
-            r = ids[i]
-            p, t = lo + r // T, r % T
-            f_r = row_state(p, t)
-            d_r = d[p, t]
-
-            def score():
-                s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot)
-                return first_best(s, none)
-
-            fits = feasible(tuple(d_r[x] for x in range(R)), f_r, inv_rows)
-            return i + 1, res.at[r].set(lax.cond(jnp.any(fits), score, lambda: none))
-
-        _, res = lax.while_loop(lambda state, count=count: state[0] < count, scan_row, (jnp.int32(0), j_g.reshape(G)))
-        out.append(res.reshape(hi - lo, T))
-    return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
-
-
-def _place(free, j, d, none):
+def _place(free, j, d, none, machine_major=None):
     """free[p, t, :, j[p, t]] -= d[p, t] in place, skipping unplaced rows.
 
-    free is f32[P, T, R, Mp], or machine-major pairs complex64[T, C, Mp, P] (`to_state`).
+    free is f32[P, T, R, Mp], or complex64 pairs: machine-major [T, C, Mp, P] (`to_state`;
+    the default for pairs) or row-major [P, T, C, Mp] (machine_major=False).
     """
     P, T = j.shape
-    if jnp.iscomplexobj(free):
+    if machine_major is None:
+        machine_major = jnp.iscomplexobj(free)
+    if machine_major:
         _, C, Mp, _ = free.shape
         delta = to_pairs(-d[..., None])[..., 0]  # [P, T, C]
         plane = jnp.arange(T * C, dtype=jnp.int32).reshape(1, T, C)  # (trial, pair) planes of Mp x P
         flat = (plane * Mp + j[..., None]) * P + jnp.arange(P, dtype=jnp.int32).reshape(P, 1, 1)
     else:
         _, _, C, Mp = free.shape
-        delta = -d
+        delta = to_pairs(-d[..., None])[..., 0] if jnp.iscomplexobj(free) else -d
         row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
         dim = jnp.arange(C, dtype=jnp.int32)
-        flat = (row[..., None] * C + dim[None, None, :]) * Mp + j[..., None]  # [P, T, R]
+        flat = (row[..., None] * C + dim[None, None, :]) * Mp + j[..., None]  # [P, T, C]
     flat = jnp.where((j == none)[..., None], free.size, flat)  # out of range: dropped
     out = free.reshape(-1).at[flat.reshape(-1)].add(delta.reshape(-1), mode="drop", unique_indices=True)
     return out.reshape(free.shape)
@@ -419,19 +429,29 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     # Free capacity only shrinks while a snapshot packs, so the block's first state bounds it throughout.
     bound = fit_bound(free, demand.shape[-1], d_blk, scale) if cfg.sample_k > 0 and fallback else None
 
-    def body(free, x):
+    # The fallback scans single rows of the state. A machine-major state keeps them strided
+    # (reading one cost 3x as much as scoring it), so blocks with the fallback also keep the
+    # state row-major: a transposed copy, updated at each placement.
+    twin = jnp.iscomplexobj(free) and fallback
+    rows = jnp.transpose(free, (3, 0, 1, 2)) if twin else None  # [P, T, C, Mp]
+
+    def body(carry, x):
+        free, rows = carry
         d_t, step, idx, task = x
         d = d_t[None] * scale[..., None]  # [P, T, R]
         if cfg.sample_k > 0:
-            j, free = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound)
+            j, rows = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound,
+                               rows if twin else free)
         else:
             j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none)
         live = (step < num_tasks) & (task[None, :] < limit)
         missed = jnp.any(live & (j == none)) if cfg.sample_k > 0 and not fallback else jnp.bool_(False)
         j = jnp.where(live, j, none)
-        return _place(free, j, d, none), (j, missed)
+        if not twin:  # the sampled picker passed the state itself through (as `rows`)
+            return (_place(rows if cfg.sample_k > 0 else free, j, d, none), None), (j, missed)
+        return (_place(free, j, d, none), _place(rows, j, d, none, machine_major=False)), (j, missed)
 
-    free, (j, missed) = lax.scan(body, free, (d_blk, steps, idx_blk, order.T))
+    (free, _), (j, missed) = lax.scan(body, (free, rows), (d_blk, steps, idx_blk, order.T))
     return free, j, jnp.any(missed)
 
 
