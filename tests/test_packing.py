@@ -285,7 +285,8 @@ def test_fit_bound_never_skips_a_task_that_fits(R, paired):
     in either form of the state, and its staircase rules out tasks that the per-dimension
     maxima alone would let through."""
     g = np.random.default_rng(R + 10 * paired)
-    P, T, M, N = 3, 2, 40, 400
+    P, T, M, N = 4, 2, 40, 400
+    assert P * T >= packing.STAIR_MIN_ROWS  # enough rows for the staircase
     free = g.uniform(0, 1, (P, T, R, M)).astype(np.float32) ** 3  # mostly small free values
     free[0, 0, :, :5] = -1.0  # padding machines: never feasible
     demand = g.uniform(0, 0.6, (N, T, R)).astype(np.float32)
@@ -302,7 +303,7 @@ def test_fit_bound_never_skips_a_task_that_fits(R, paired):
     top_only = np.all(d <= free.max(axis=-1)[None] + np.float32(1e-6), axis=-1)
     fits01 = np.any(np.all(d[..., :2, None] <= free[None, :, :, :2] + np.float32(1e-6), axis=-2), axis=-1)
     pruned, missed = np.sum(top_only & ~may), np.sum(top_only & ~fits01)
-    assert pruned > (0.5 * missed if R == 2 else 0) and missed > 0
+    assert pruned > (0.3 * missed if R == 2 else 0) and missed > 0
 
 
 @pytest.mark.parametrize("X", [2048, 384, 100])
