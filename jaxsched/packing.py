@@ -330,10 +330,10 @@ def fit_bound(free, R: int, demand_blk, scale) -> FitBound:
         others = [jnp.max(jnp.where(dims[x][:, None] >= lay(cuts[x]), dims[1 - x][:, None], -jnp.inf), axis=2)
                   for x in range(2)]  # [T, S, P]
         others = [jnp.transpose(o, (2, 0, 1)) for o in others]
-    else:
+    else:  # one threshold at a time: no [P, T, S, Mp] intermediate even with every trial in one group
         dims = (free[:, :, 0], free[:, :, 1])  # [P, T, Mp]
-        others = [jnp.max(jnp.where(dims[x][:, :, None, :] >= cuts[x][..., None], dims[1 - x][:, :, None, :],
-                                    -jnp.inf), axis=-1) for x in range(2)]
+        others = [jnp.stack([jnp.max(jnp.where(dims[x] >= cuts[x][..., k, None], dims[1 - x], -jnp.inf), axis=-1)
+                             for k in range(cuts.shape[-1])], axis=-1) for x in range(2)]
     return FitBound(top, cuts, jnp.stack(others))
 
 
