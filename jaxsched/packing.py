@@ -167,14 +167,13 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     return _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0), lambda s: first_best(s, none))
 
 
-def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None,
-             rows_machine_major=False):
+def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None):
     """Power-of-K choice per (row, trial) among machines idx i32[T, K]: (i32[P, T], rows).
 
     free f32[P, T, R, Mp] and inv f32[R, Mp], or free machine-major complex64[T, C, Mp, P]
     (`to_state`) and inv complex64[C, Mp] (`to_pairs`). With `fallback`, rows whose K draws
-    are all infeasible get a full scan (`_fallback`, which reads `rows`: the same state,
-    row-major or, with rows_machine_major, machine-major), unless `bound` (a `FitBound`)
+    are all infeasible get a full scan (`_fallback`, which reads `rows`: the same state
+    row-major, f32[P, T, R, Mp] or complex64[P, T, C, Mp]), unless `bound` (a `FitBound`)
     shows that the task fits no machine; without it they get `none` and the caller must
     redo the block with the fallback on. `rows` comes back unchanged (the caller must use
     the returned one: it goes through the fallback's loops so that XLA does not copy it).
@@ -204,15 +203,14 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
     if bound is not None:
         missing = missing & may_fit(bound, d)
     # Most steps miss nothing: one test then skips the fallback's loops (one genome: 9% faster).
-    return when(jnp.any(missing), lambda c: _fallback(cfg, c[1], d, inv, genomes, nwords, step, none, missing, c[0],
-                                                      rows_machine_major), (j, rows))
+    return when(jnp.any(missing), lambda c: _fallback(cfg, c[1], d, inv, genomes, nwords, step, none, missing, c[0]),
+                (j, rows))
 
 
-def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j, machine_major=False):
+def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
     """(j with a full scan for the (row, trial) pairs in `missing`: i32[P, T], free).
 
-    free: the state row-major, f32[P, T, R, Mp] or complex64[P, T, C, Mp] (`to_pairs`), or
-    with machine_major, complex64[T, C, Mp, P] (`to_state`: rows strided unless P = 1);
+    free: the state row-major, f32[P, T, R, Mp] or complex64[P, T, C, Mp] (`to_pairs`);
     inv as `_sampled` takes it. In a big batch a few rows miss at a step, so only those are
     scanned, one at a time, in a while loop that runs while some are left. The row's state
     is sliced out as R contiguous rows (no gather, and no stacked copy of the pairs); a row
@@ -230,8 +228,6 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j, machin
     inv_rows = rows_of(inv)
 
     def row_state(fr, p, t):  # R x f32[Mp]
-        if machine_major:
-            return rows_of(lax.dynamic_slice(fr, (t, 0, 0, p), (1, C, Mp, 1))[0, :, :, 0])
         return rows_of(lax.dynamic_slice(fr, (p, t, 0, 0), (1, 1, C, Mp))[0, 0])
 
     out = []
@@ -242,8 +238,7 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j, machin
             def noisy(c, sub=sub, lo=lo, hi=hi, miss=miss):
                 fr = c[1]
                 if paired:
-                    part = fr[..., lo:hi] if machine_major else fr[lo:hi]
-                    rows_free, rows_inv = (from_state if machine_major else from_pairs)(part, R), from_pairs(inv, R)
+                    rows_free, rows_inv = from_pairs(fr[lo:hi], R), from_pairs(inv, R)
                 else:
                     rows_free, rows_inv = fr[lo:hi], inv
                 full = _full_scan(sub, rows_free, d[lo:hi], rows_inv, genomes[lo:hi], nwords, step, none)
@@ -345,7 +340,7 @@ def may_fit(bound: FitBound, d):
     step counts, and its free 1 - x is at most `other`.
     """
     ok = jnp.all(d <= bound.top + FEASIBILITY_TOL, axis=-1)
-    for x in range(bound.cut.shape[0] if bound.cut.shape[-1] else 0):
+    for x in range(2 if bound.cut.shape[-1] else 0):  # no thresholds: the maxima only
         step = bound.cut[x] + FEASIBILITY_TOL < d[..., x, None]  # [P, T, S]
         limit = jnp.min(jnp.where(step, bound.other[x], jnp.inf), axis=-1)
         ok = ok & (d[..., 1 - x] <= limit + FEASIBILITY_TOL)
@@ -398,16 +393,15 @@ def _place(free, j, d, none, machine_major=None):
     the default for pairs) or row-major [P, T, C, Mp] (machine_major=False).
     """
     P, T = j.shape
+    delta = to_pairs(-d[..., None])[..., 0] if jnp.iscomplexobj(free) else -d  # [P, T, C]
     if machine_major is None:
         machine_major = jnp.iscomplexobj(free)
     if machine_major:
         _, C, Mp, _ = free.shape
-        delta = to_pairs(-d[..., None])[..., 0]  # [P, T, C]
         plane = jnp.arange(T * C, dtype=jnp.int32).reshape(1, T, C)  # (trial, pair) planes of Mp x P
         flat = (plane * Mp + j[..., None]) * P + jnp.arange(P, dtype=jnp.int32).reshape(P, 1, 1)
     else:
         _, _, C, Mp = free.shape
-        delta = to_pairs(-d[..., None])[..., 0] if jnp.iscomplexobj(free) else -d
         row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
         dim = jnp.arange(C, dtype=jnp.int32)
         flat = (row[..., None] * C + dim[None, None, :]) * Mp + j[..., None]  # [P, T, C]
@@ -438,13 +432,14 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     # Free capacity only shrinks while a snapshot packs, so the block's first state bounds it throughout.
     bound = fit_bound(free, demand.shape[-1], d_blk, scale) if cfg.sample_k > 0 and fallback else None
 
-    # The fallback scans single rows of the state. A machine-major state of several rows keeps
-    # them strided (reading one cost 3x as much as scoring it), so blocks with the fallback
-    # also keep it row-major: a transposed copy, updated at each placement. With one row,
-    # the machine-major state is row-major already.
+    # The fallback scans single rows of the state, row-major. A machine-major state of several
+    # rows keeps them strided (reading one cost 3x as much as scoring it), so blocks with the
+    # fallback also keep it row-major: a transposed copy, updated at each placement. With one
+    # row, the machine-major state is row-major already: the fallback gets a reshape of it.
     paired = jnp.iscomplexobj(free)
     twin = paired and fallback and free.shape[-1] > 1
     rows = jnp.transpose(free, (3, 0, 1, 2)) if twin else None  # [P, T, C, Mp]
+    as_rows = (lambda z: z.reshape(1, *z.shape[:3])) if paired and fallback and not twin else (lambda z: z)
 
     def body(carry, x):
         free, rows = carry
@@ -454,7 +449,8 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
             if twin:
                 j, rows = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound, rows)
             else:  # the state itself, passed through the fallback
-                j, free = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound, free, paired)
+                j, view = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound, as_rows(free))
+                free = view.reshape(free.shape)
         else:
             j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none)
         live = (step < num_tasks) & (task[None, :] < limit)
