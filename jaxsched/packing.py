@@ -8,7 +8,8 @@ takes the argmax, and the free-capacity carry f32[P, T, R, M] is updated in plac
 Two pickers, as the spec defines them:
 - full scan: argmax over all feasible machines, ties to the lowest index, in plain
   reductions over 128-machine chunks (`first_best`): a one-pass variadic argmax is
-  several times slower on CPU.
+  several times slower on CPU. A policy that scores every feasible machine alike
+  (first_fit) takes the first feasible one in one reduction (`first_feasible`).
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
   lowest machine index among them; when none is feasible, a full scan of that row (rows
   missing at a step are scanned one by one). Blocks first run without that fallback and
@@ -78,9 +79,9 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=
 
     d f32[P, T, R]; free f32[P, T, R, X] (or a tuple of R f32[P, T, X]); inv (1 / capacity)
     has (row, trial) batch axes `inv_axes` (None: shared), noise likewise `noise_axes`.
-    `reduce` applies to each policy's scores before they are joined, so that XLA fuses it
-    into their computation instead of writing all scores out (on CPU it then reduces them
-    in a separate pass, several times slower than the scoring itself).
+    `reduce(scores, policy)` applies to each policy's scores before they are joined, so that
+    XLA fuses it into their computation instead of writing all scores out (on CPU it then
+    reduces them in a separate pass, several times slower than the scoring itself).
     """
     out = []
     for name, lo, hi in cfg.groups():
@@ -96,7 +97,7 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=
         i = take(inv) if inv_axes[0] == 0 else inv
         n = noise[rows] if noise_axes[0] == 0 else noise
         scores = per_row(d[rows], take(free), i, genomes[rows], n)
-        out.append(scores if reduce is None else reduce(scores))
+        out.append(scores if reduce is None else reduce(scores, policy))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
 
@@ -160,11 +161,12 @@ def from_state(z, R: int):
 def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit.
 
-    `first_best` of each policy's scores, before the policies are joined.
+    `_pick` of each policy's scores, before the policies are joined.
     """
     P, T, R, Mp = free.shape
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
-    return _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0), lambda s: first_best(s, none))
+    return _score_rows(cfg, d, free, inv, genomes, noise, (None, None), (None, 0),
+                       lambda s, policy: _pick(policy, s, none))
 
 
 def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None):
@@ -196,7 +198,7 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
         dims = lambda g: tuple(g[..., x, :] for x in range(R))
         free_s, inv_s = dims(_take(free.reshape(-1), row + at[None])), dims(_take(inv.reshape(-1), at))
     j = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
-                    lambda s: _lowest_best(s, idx[None], none))
+                    lambda s, _: _lowest_best(s, idx[None], none))
     if not fallback:
         return j, rows
     missing = j == none
@@ -259,7 +261,7 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
 
             def score():
                 s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot)
-                return first_best(s, none)
+                return _pick(policy, s, none)
 
             fits = feasible(tuple(d_r[x] for x in range(R)), f_r, inv_rows)
             mask = mask.at[r].set(False)
@@ -361,6 +363,21 @@ def _lowest_best(s, machines, none):
     best = jnp.max(s, axis=-1, keepdims=True)
     tied = (s == best) & (best > -jnp.inf)
     return jnp.min(jnp.where(tied, machines, none), axis=-1).astype(jnp.int32)
+
+
+def _pick(policy, s, none):
+    """The full scan's pick from scores s f32[..., X]: `first_feasible` where the policy
+    scores every feasible machine alike (first_fit), else `first_best`."""
+    return first_feasible(s, none) if policy.uniform else first_best(s, none)
+
+
+def first_feasible(s, none):
+    """The first position along the last axis of s f32[..., X] that is not -inf, `none` if
+    there is none: i32[...]. `first_best` where every finite score is equal, in one
+    reduction (first_fit: a third less time a step than `first_best`, whose two-level
+    reductions XLA fuses with a constant score by computing it three times)."""
+    X = s.shape[-1]
+    return jnp.min(jnp.where(s > -jnp.inf, jnp.arange(X, dtype=jnp.int32), none), axis=-1).astype(jnp.int32)
 
 
 def first_best(s, none):

@@ -200,15 +200,16 @@ class Policy(NamedTuple):
     family: str
     score: Callable[[Terms, jax.Array], jax.Array]  # (terms, genome f32[8]) -> f32[]
     deterministic: bool = True
+    uniform: bool = False  # every feasible machine scores the same (the pick is the lowest feasible index)
 
 
-def _policy(name, family_name, fn, deterministic=True):
-    return name, Policy(name, family_name, fn, deterministic)
+def _policy(name, family_name, fn, deterministic=True, uniform=False):
+    return name, Policy(name, family_name, fn, deterministic, uniform)
 
 
 # The 21 policies of the spec's table, in its order.
 REGISTRY: dict[str, Policy] = dict([
-    _policy("first_fit", "baseline", lambda t, g: jnp.zeros_like(t.fit)),
+    _policy("first_fit", "baseline", lambda t, g: jnp.zeros_like(t.fit), uniform=True),
     _policy("random", "baseline", lambda t, g: t.noise, deterministic=False),
     _policy("best_fit", "tight pack", lambda t, g: t.fit),
     _policy("norm2", "tight pack", lambda t, g: -dsum(dmap(jnp.square, t.rho))),

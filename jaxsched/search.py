@@ -5,9 +5,11 @@ Compaction and inflation (POLICIES.md) are defined by binary search over a predi
 the points the binary search could visit in its next `depth` steps, the 2^depth - 1
 nodes of its decision tree, in one batched call, then walks the tree with the
 outcomes. Every search thus visits exactly the points the sequential binary search
-visits and returns its answer, even where the predicate is not monotone. A round
-whose live candidates are all known to fail beforehand (`known_false`) evaluates
-nothing: the walk takes the outcomes the evaluation would have given.
+visits and returns its answer, even where the predicate is not monotone. Points known
+to fail beforehand (`known_false`) are not evaluated: the walk takes the outcome the
+evaluation would have given, and before each round a search steps past such midpoints
+at once, so that every round evaluates a point of every search still running (rather
+than some searches idling a round while others pack).
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def bisect(lo, hi, evaluate: Evaluate, find="first", depth: int = 1,
     `needed` marks the candidates whose outcome the walk will read (their search is still
     in play there and they are not known to fail): evaluate may skip the others.
     progress(round) is called after each round. known_false(candidates) -> bool[B, C]:
-    candidates where pred is certainly false, taken as failing without evaluation; a
-    round where that holds for every candidate still in play skips `evaluate`.
+    candidates where pred is certainly false, taken as failing without evaluation (a
+    search steps past known-false midpoints before a round; a round where every candidate
+    still in play is known false skips `evaluate`).
     """
     lo, hi = np.array(lo, np.int64, ndmin=1), np.array(hi, np.int64, ndmin=1)
     kinds = np.broadcast_to(np.asarray(find), lo.shape)
@@ -57,7 +60,11 @@ def bisect(lo, hi, evaluate: Evaluate, find="first", depth: int = 1,
         raise ValueError(f"find must be 'first' or 'last', got {find!r}")
     first = kinds == "first"
     rounds = 0
-    while np.any(lo < hi):
+    while True:
+        if known_false is not None:
+            lo, hi = _skip_known_false(lo, hi, first, known_false)
+        if not np.any(lo < hi):
+            break
         # Breadth-first tree: node i's children are 2i+1 (outcome true) and 2i+2 (false).
         ranges = [(lo, hi)]
         for i in range(2**depth - 1):
@@ -85,6 +92,18 @@ def bisect(lo, hi, evaluate: Evaluate, find="first", depth: int = 1,
         if progress is not None:
             progress(rounds)
     return lo
+
+
+def _skip_known_false(lo, hi, first, known_false: KnownFalse):
+    """The searches walked past every midpoint known to fail, as their next steps would go
+    (outcome false, no evaluation), until each has a midpoint that needs one or is done."""
+    while True:
+        live = lo < hi
+        skip = live & np.asarray(known_false(_midpoint(lo, hi, first)[:, None]), bool)[:, 0]
+        if not np.any(skip):
+            return lo, hi
+        new_lo, new_hi = _step(lo, hi, np.zeros(lo.shape, bool), first)
+        lo, hi = np.where(skip, new_lo, lo), np.where(skip, new_hi, hi)
 
 
 def bisect_sequential(lo: int, hi: int, pred: Callable[[int], bool], find: str = "first") -> int:
