@@ -54,6 +54,27 @@ def overflows(demand, capacity, machines, tasks, cap_max) -> np.ndarray:
     return np.any(demand * (1 - ROUNDING) > capacity * (1 + ROUNDING) + slack, axis=-1)
 
 
+def surely_packs(capacity, total, largest) -> bool:
+    """Whether tasks of total demand f64[R] and largest demand f64[R] per dimension surely all
+    find a feasible machine among machines of capacity f32[M, R], in any order and whatever
+    the policy picks.
+
+    A machine refuses a task only where some dimension's load exceeds its capacity less the
+    task's demand there. Machines whose capacity falls short of the largest demand may refuse
+    from the start; on each other machine, a load of more than half the gap g_x (the least
+    capacity less the largest demand) is needed, so at most 2 total_x / g_x machines refuse
+    by dimension x. The half-gap margin is far beyond float32 rounding of free capacity.
+    """
+    cap = np.asarray(capacity, np.float64)
+    largest = np.asarray(largest, np.float64) * (1 + ROUNDING)
+    short = np.any(cap < largest + FEASIBILITY_TOL, axis=1)  # may refuse with no load at all
+    if np.all(short):
+        return False
+    gap = np.min(cap[~short], axis=0) - largest  # > 0
+    refusing = np.sum(short) + np.sum(2 * np.asarray(total, np.float64) * (1 + ROUNDING) / gap)
+    return bool(refusing < cap.shape[0])
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchResult:
     """One search metric for every (policy, trial)."""
@@ -198,6 +219,7 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
         variants = lambda rows: RowVariants(demand_scale=(rows / STEPS_PER_UNIT).astype(np.float32))
         need = lambda rows: N
         too_big = _scale_overflows(cluster, workload)
+        smallest_packs = _smallest_scale_packs(cluster, workload)
         reason = SCALE_CEILING
     else:
         K = _max_steps(clone_cap(cluster, workload))
@@ -209,14 +231,15 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
         demand_upto = np.concatenate([np.zeros((1, cluster.num_resources)),
                                       np.cumsum(np.asarray(wl.demand, np.float64), axis=0)])
         too_big = lambda k: overflows(demand_upto[k * N // STEPS_PER_UNIT], held, M, wl.num_tasks, cap_max)
+        n1 = N // STEPS_PER_UNIT  # the tasks lambda = 0.005 packs
+        smallest_packs = surely_packs(cluster.capacity, demand_upto[n1],
+                                      np.max(np.asarray(wl.demand[:n1], np.float64), axis=0, initial=0.0))
         reason = "capped where total demand would exceed total capacity"
     evaluate = _Batch(cluster, wl, cfg, keys, genomes, orders, variants, need)
-    # The bounds first, in one packing: the cap itself (unless it overflows), and the smallest multiplier.
-    if too_big(np.int64(K)):
-        at_cap, at_floor = np.zeros((P, T), bool), ~evaluate(np.ones((P, T, 1), np.int64))[..., 0]
-    else:
-        bounds = evaluate(np.broadcast_to(np.array([K, 1]), (P, T, 2)).copy())
-        at_cap, at_floor = bounds[..., 0], ~bounds[..., 1]
+    # The bounds first, in one packing: the cap itself (unless it overflows), and the smallest multiplier
+    # (unless it surely packs).
+    at_cap, at_floor = _inflation_bounds(lambda ks: evaluate(np.broadcast_to(np.array(ks), (P, T, len(ks))).copy()),
+                                         too_big, smallest_packs, K, (P, T))
     # As the sequential search: the cap if it packs, else 0 if the smallest does not, else bisect [1, K-1].
     searched = ~at_cap & ~at_floor
     lo = np.where(at_cap, K, 1)
@@ -224,6 +247,24 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
     value = np.where(at_cap | searched, steps / STEPS_PER_UNIT, 0.0)
     return SearchResult(value=value, ceiling=at_cap | at_floor,
                         reason=reason + INFLATION_FLOOR, packings=evaluate.packings)
+
+
+def _smallest_scale_packs(cluster: Cluster, workload: Workload) -> bool:
+    """Whether every demand times lambda = 0.005 surely packs (`surely_packs`), as the packing scales them."""
+    scaled = np.asarray(workload.demand, np.float32) * np.float32(1 / STEPS_PER_UNIT)
+    return surely_packs(cluster.capacity, _totals(scaled), np.max(scaled, axis=0, initial=0.0))
+
+
+def _inflation_bounds(packs_at, too_big, smallest_packs: bool, K: int, shape):
+    """(at_cap, at_floor) bool[P, T] of the inflation searches: the cap K packs; even k = 1 fails.
+    packs_at(ks) -> bool[P, T, len(ks)] packs the multipliers ks in one packing; a multiplier that
+    surely overflows (too_big) or surely packs (smallest_packs, for k = 1) is not packed."""
+    cap_over = bool(too_big(np.int64(K)))
+    ks = ([] if cap_over else [K]) + ([] if smallest_packs else [1])
+    got = packs_at(ks) if ks else np.zeros((*shape, 0), bool)
+    at_cap = np.zeros(shape, bool) if cap_over else got[..., 0]
+    at_floor = np.zeros(shape, bool) if smallest_packs else ~got[..., -1]
+    return at_cap, at_floor
 
 
 def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
@@ -269,12 +310,11 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
             packings[kind] += T
         return out
 
-    # Inflation's bounds first, as `inflation` does: the cap itself (unless it overflows), and k = 1.
-    cap_over = bool(too_big(np.int64(K)))
-    bounds = np.broadcast_to(np.array([1] if cap_over else [K, 1]), (P, T, 1 if cap_over else 2))
-    got = packs(None, bounds, ["inflation"])["inflation"]
-    at_cap = np.zeros((P, T), bool) if cap_over else got[..., 0]
-    at_floor = ~got[..., -1]
+    # Inflation's bounds first, as `inflation` does: the cap itself (unless it overflows), and k = 1
+    # (unless it surely packs).
+    at_cap, at_floor = _inflation_bounds(
+        lambda ks: packs(None, np.broadcast_to(np.array(ks), (P, T, len(ks))).copy(), ["inflation"])["inflation"],
+        too_big, _smallest_scale_packs(cluster, workload), K, (P, T))
     searched = ~at_cap & ~at_floor
     lo_i = np.where(at_cap, K, 1)
     hi_i = np.where(searched, K - 1, lo_i)

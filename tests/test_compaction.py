@@ -2,12 +2,14 @@
 float64 reference packing, the search driver on arbitrary predicates, ceilings, and the row
 variants the searches pack with."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from jaxsched import policies, rng
 from jaxsched.compaction import (STEPS_PER_UNIT, clone_cap, clone_workload, compaction, compaction_and_inflation,
-                                 inflation, machine_ranks, overflows, scale_cap)
+                                 inflation, machine_ranks, overflows, scale_cap, surely_packs)
 from jaxsched.packing import PackConfig, RowVariants, pack
 from jaxsched.search import bisect, bisect_sequential
 from jaxsched.types import Cluster, Workload
@@ -104,6 +106,30 @@ def test_overflows_is_sound_and_not_fooled_by_an_exact_fit():
         for L in said:
             st = pack(cluster, wl, cfg, keys, variants=RowVariants(machine_rank=rank, prefix=np.full((3, 1), L)))
             assert not np.any(np.all(st.placement >= 0, axis=-1)), L
+
+
+def test_surely_packs_is_sound_and_decides_small_multipliers():
+    """Where `surely_packs` says so, every policy places every task; it says so for tiny
+    demands and not for a loaded cluster, or where a task exceeds every machine."""
+    names = tuple(DETERMINISTIC)
+    said = 0
+    for seed in range(4):
+        cluster, wl = instance(seed + 30, M=12, N=60)
+        cap, dem = np.asarray(cluster.capacity, np.float64), np.asarray(wl.demand, np.float64)
+        for scale in (0.005, 0.02, 0.05, 0.1, 1.0):
+            sure = surely_packs(cap, (dem * scale).sum(0), (dem * scale).max(0))
+            if not sure:
+                continue
+            said += 1
+            scaled = dataclasses.replace(wl, demand=(dem * scale).astype(np.float32))
+            st = pack(cluster, scaled, PackConfig(policies=names), rng.trial_keys(seed, "sure", 3))
+            assert np.all(st.placement >= 0), (seed, scale)
+        assert not surely_packs(cap, dem.sum(0), dem.max(0))
+    assert said >= 4
+    assert not surely_packs(np.ones((3, 2)), np.full(2, 0.1), np.array([0.1, 1.5]))  # fits no machine
+    # Machines too small for the largest task may refuse it from the start: they count against the bound.
+    assert surely_packs(np.ones((10, 2)), np.full(2, 0.3), np.full(2, 0.1))
+    assert not surely_packs(np.array([[1.0, 1.0]] + [[0.05, 0.05]] * 9), np.full(2, 0.3), np.full(2, 0.1))
 
 
 def _reference_packs(cap, demand, order, name):
