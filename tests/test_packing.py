@@ -244,6 +244,25 @@ def test_rows_of_one_policy_sharded_over_two_devices_match_one_device(monkeypatc
     assert np.any(single.placement < 0) and np.any(single.placement >= 0)
 
 
+def test_policy_shares_balance_cost_not_rows():
+    """Two devices: the cut between whole policies that leaves the two shares' costs (rows x
+    Policy.cost) closest; evo_search costs as much as several cheap rows."""
+    assert len(jax.local_devices()) == 2
+    assert packing.policy_shares(PackConfig(policies=("evo_search",) + ("best_fit",) * 4)) == [(0, 1), (1, 5)]
+    names = [n for n in policies.REGISTRY]
+    g = np.random.default_rng(3)
+    for _ in range(20):
+        picked = g.choice(names, g.integers(2, 9), replace=False)
+        cfg = PackConfig(policies=tuple(n for n in picked for _ in range(g.integers(1, 4))))
+        cost = np.array([policies.get_policy(n).cost for n in cfg.policies])
+        (a, cut), (cut2, b) = packing.policy_shares(cfg)
+        assert (a, cut2, b) == (0, cut, len(cfg.policies))
+        ends = [hi for _, _, hi in cfg.groups()[:-1]]
+        assert cut in ends
+        spread = lambda c: abs(cost[:c].sum() - cost[c:].sum())
+        assert spread(cut) <= min(spread(c) for c in ends) + 1e-9
+
+
 def test_policies_split_over_two_devices_match_one_device(monkeypatch):
     """Rows of three policies run as two programs on the two CPU devices (whole policies per
     device), with per-row machine prefixes, demand scales and task limits: identical to one
