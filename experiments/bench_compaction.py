@@ -13,10 +13,12 @@ trials, full scan, inflation in scale mode.
   --baseline-searches of them) and is scaled to all pairs by the number of searches
   (say so in any figure quoted); each policy's program is compiled before timing.
 
-Both find the same answers (checked on the pairs the baseline runs). Reports wall time,
-packings (row x trial) and the speedup; compile time of the batched run separately.
+Both find the same answers (checked on the pairs the baseline runs). Reports the median
+wall time of --repeats batched runs, alternating with shares of the sequential searches
+(the machine's speed drifts), packings (row x trial) and the speedup; compile time of
+the batched run separately.
 
-    python experiments/bench_compaction.py [--depths 1,2] [--baseline-searches N] [--quick]
+    python experiments/bench_compaction.py [--depths 1,2] [--repeats 3] [--baseline-searches N] [--quick]
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ def main() -> int:
     ap.add_argument("--depths", default="1")
     ap.add_argument("--baseline-searches", type=int, default=None,
                     help="(policy, trial) pairs the sequential search runs (default: one per policy)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed batched runs (the median is reported)")
     ap.add_argument("--quick", action="store_true", help="300 machines, 4 policies, 2 trials (smoke run)")
     ap.add_argument("--out", default="results/bench_compaction.json")
     add_cpu_devices_arg(ap)
@@ -101,21 +104,6 @@ def main() -> int:
           f"deterministic policies x {trials} trials = {searches} searches per metric; compaction + inflation (scale)")
     print(f"hardware: {hw['cpu']}, {hw['cores']} cores, jax {hw['jax']} on {hw['devices']} {hw['backend']} device(s)")
 
-    rows = []
-    answers = {}
-    for depth in [int(d) for d in args.depths.split(",")]:
-        t0 = time.perf_counter()
-        batched(cluster, wl, names, keys, depth)  # first run: compiles
-        first = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        comp, infl, packings = batched(cluster, wl, names, keys, depth)
-        run = time.perf_counter() - t0
-        answers[depth] = (comp, infl)
-        rows.append({"depth": depth, "candidates_per_round": 2**depth - 1, "run_s": run,
-                     "compile_s": max(first - run, 0.0), "packings": packings})
-        print(f"  batched, depth {depth} ({2**depth - 1} candidate(s) per search a round): {run:.1f} s, "
-              f"{packings} packings (compile {max(first - run, 0.0):.1f} s)", flush=True)
-
     rank = machine_ranks(keys, machines)
     orders = np.asarray(rng.trial_orders(keys, wl.num_tasks))
     K = _max_steps(scale_cap(cluster, wl))
@@ -123,14 +111,40 @@ def main() -> int:
     pairs = [(p % len(names), (p // len(names) + p) % trials) for p in range(args.baseline_searches or len(names))]
     for p in sorted({p for p, _ in pairs}):  # compile each policy's batch-1 program before timing
         pack(cluster, wl, PackConfig(policies=(names[p],)), keys[:1], orders=orders[:1])
-    times, seq_packings = [], 0
-    for p, t in pairs:
+    depths = [int(d) for d in args.depths.split(",")]
+    compile_s = {}
+    for depth in depths:  # first runs: compile
         t0 = time.perf_counter()
-        comp, infl, n = sequential(cluster, wl, names[p], keys, t, rank, orders, K)
-        times.append(time.perf_counter() - t0)
-        seq_packings += n
-        for depth, (c, i) in answers.items():
-            assert (c[p, t], i[p, t]) == (comp, infl), (names[p], t, depth, c[p, t], comp, i[p, t], infl)
+        batched(cluster, wl, names, keys, depth)
+        compile_s[depth] = time.perf_counter() - t0
+    # The batched runs and the sequential searches alternate (a share of the searches after each
+    # round of batched runs), so that the machine's drifting speed weighs on both alike.
+    runs = {d: [] for d in depths}
+    answers, packings = {}, {}
+    times, seq_packings = [], 0
+    share = -(-len(pairs) // args.repeats)
+    for r in range(args.repeats):
+        for depth in depths:
+            t0 = time.perf_counter()
+            comp, infl, packings[depth] = batched(cluster, wl, names, keys, depth)
+            runs[depth].append(time.perf_counter() - t0)
+            answers[depth] = (comp, infl)
+            print(f"  batched, depth {depth} ({2**depth - 1} candidate(s) per search a round), run {r + 1}: "
+                  f"{runs[depth][-1]:.1f} s, {packings[depth]} packings", flush=True)
+        for p, t in pairs[r * share:(r + 1) * share]:
+            t0 = time.perf_counter()
+            comp, infl, n = sequential(cluster, wl, names[p], keys, t, rank, orders, K)
+            times.append(time.perf_counter() - t0)
+            seq_packings += n
+            for depth, (c, i) in answers.items():
+                assert (c[p, t], i[p, t]) == (comp, infl), (names[p], t, depth, c[p, t], comp, i[p, t], infl)
+    rows = []
+    for depth in depths:
+        run = statistics.median(runs[depth])
+        rows.append({"depth": depth, "candidates_per_round": 2**depth - 1, "run_s": run, "runs_s": runs[depth],
+                     "compile_s": max(compile_s[depth] - run, 0.0), "packings": packings[depth]})
+        print(f"  batched, depth {depth}: median {run:.1f} s of {args.repeats} run(s) "
+              f"(compile {max(compile_s[depth] - run, 0.0):.1f} s apart)")
     per_search = statistics.mean(times)
     seq_total = per_search * searches
     print(f"  sequential: {len(pairs)} of {searches} (policy, trial) searches measured, "
