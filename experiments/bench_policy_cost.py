@@ -6,7 +6,8 @@ of 2 and of 8 rows of that policy; the difference over the 30 extra (row, trial)
 the policy's marginal cost of one (row, trial) step, free of the per-step cost every
 program pays. Medians of --repeats rounds (each round measures every policy, in turn).
 
-`policies.Policy.cost` holds these figures rounded: `packing.policy_shares` uses them to
+`policies.Policy.cost` holds the mean of two runs, rounded (the cheap policies move by
++-20% from run to run): `packing.policy_shares` uses them to
 split whole policies over the CPU devices in shares of equal cost.
 
     python experiments/bench_policy_cost.py [--repeats 3] [--out results/bench_policy_cost.json]

@@ -72,8 +72,14 @@ def _sharding(d):
     return [(k, v, None) for k, v in d["ratios"].items()]
 
 
+def _policy_cost(d):
+    rel = d["relative_to_best_fit"]
+    top = max(rel, key=rel.get)
+    return [(f"costliest full-scan step vs best_fit ({top})", rel[top], None)]
+
+
 HEADLINES = {"snapshot": _snapshot, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
-             "event": _event, "cvx": _cvx, "sharding": _sharding}
+             "event": _event, "cvx": _cvx, "sharding": _sharding, "policy_cost": _policy_cost}
 
 
 def _versions() -> dict:
