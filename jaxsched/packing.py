@@ -176,7 +176,7 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
     return _score_rows(cfg, d, free.reshape(P, T, R, C, CHUNK), inv.reshape(R, C, CHUNK), genomes,
                        noise.reshape(T, C, CHUNK), (None, None), (None, 0),
-                       lambda s, policy: _pick(policy, s, none), chunked=True)
+                       lambda s, policy: _pick(policy, s, none, chunked=True), chunked=True)
 
 
 def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None):
@@ -271,7 +271,7 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
 
             def score():
                 s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot)
-                return first_feasible(s, none) if policy.uniform else first_best(s, none)
+                return _pick(policy, s, none)
 
             fits = feasible(tuple(d_r[x] for x in range(R)), f_r, inv_rows)
             mask = mask.at[r].set(False)
@@ -375,13 +375,12 @@ def _lowest_best(s, machines, none):
     return jnp.min(jnp.where(tied, machines, none), axis=-1).astype(jnp.int32)
 
 
-def _pick(policy, s, none):
-    """The full scan's pick from chunked scores s f32[..., C, CHUNK]: `first_feasible` where the
-    policy scores every feasible machine alike (first_fit), else `first_best_chunked`."""
-    *lead, C, W = s.shape
+def _pick(policy, s, none, chunked=False):
+    """A full scan's pick from scores s f32[..., X] (chunked: f32[..., C, CHUNK]): `first_feasible`
+    where the policy scores every feasible machine alike (first_fit), else `first_best`."""
     if policy.uniform:
-        return first_feasible(s.reshape(*lead, C * W), none)
-    return first_best_chunked(s, none)
+        return first_feasible(s.reshape(*s.shape[:-2], -1) if chunked else s, none)
+    return first_best_chunked(s, none) if chunked else first_best(s, none)
 
 
 def first_feasible(s, none):
@@ -415,14 +414,9 @@ def first_best(s, none):
     *lead, X = s.shape
     if X % CHUNK:
         return _lowest_best(s, jnp.arange(X, dtype=jnp.int32), none)
-    C = X // CHUNK
-    s = s.reshape(*lead, C, CHUNK)
+    s = s.reshape(*lead, X // CHUNK, CHUNK)
     chunk_max = jnp.max(s, axis=-1)
-    best = jnp.max(chunk_max, axis=-1, keepdims=True)
-    chunk = jnp.minimum(_lowest_best(chunk_max, jnp.arange(C, dtype=jnp.int32), C), C - 1)
-    lanes = jnp.take_along_axis(s, chunk[..., None, None], axis=-2)[..., 0, :]
-    lane = jnp.min(jnp.where(lanes == best, jnp.arange(CHUNK, dtype=jnp.int32), CHUNK), axis=-1)
-    return jnp.where(best[..., 0] > -jnp.inf, chunk * CHUNK + lane, none).astype(jnp.int32)
+    return _first_holding(s, chunk_max, jnp.max(chunk_max, axis=-1, keepdims=True), none)
 
 
 def first_best_chunked(s, none):
@@ -430,9 +424,15 @@ def first_best_chunked(s, none):
     both axes). The top score is the maximum of the chunk maxima taken elementwise
     (`_max_last`): as a reduction, XLA merges it with the chunk maxima' into a second pass
     over s, one more kernel a step per policy."""
-    C, W = s.shape[-2:]
     chunk_max = jnp.max(s, axis=-1)
-    best = _max_last(chunk_max)
+    return _first_holding(s, chunk_max, _max_last(chunk_max), none)
+
+
+def _first_holding(s, chunk_max, best, none):
+    """The first position of chunked scores s f32[..., C, W] holding the top score best
+    f32[..., 1] (chunk maxima chunk_max f32[..., C]): the first chunk whose maximum it is,
+    then the first lane of that chunk; `none` where best is -inf."""
+    C, W = s.shape[-2:]
     chunk = jnp.min(jnp.where(chunk_max == best, jnp.arange(C, dtype=jnp.int32), C - 1), axis=-1)
     lanes = jnp.take_along_axis(s, chunk[..., None, None], axis=-2)[..., 0, :]
     lane = jnp.min(jnp.where(lanes == best, jnp.arange(W, dtype=jnp.int32), W), axis=-1)
