@@ -33,6 +33,7 @@ from jaxsched.synthetic import synthetic_instance  # noqa: E402
 from benchlib import add_cpu_devices_arg, apply_cpu_devices, hardware  # noqa: E402
 
 ROWS = (2, 8)
+TRIALS = 5
 
 
 def main() -> int:
@@ -48,11 +49,11 @@ def main() -> int:
     names = [n for n, p in policies.REGISTRY.items() if p.deterministic]
     cluster, wl = synthetic_instance(2000, 0.75, seed=1)
     wl = wl.take(np.arange(min(args.tasks, wl.num_tasks)))
-    keys = rng.trial_keys(1, "policy-cost", 5)
+    keys = rng.trial_keys(1, "policy-cost", TRIALS)
     device = jax.local_devices()[0]
     hw = hardware()
-    print(f"workload: synthetic 2000 machines, first {wl.num_tasks} tasks (rho 0.75, seed 1), 5 trials, full scan, "
-          f"{ROWS[0]} and {ROWS[1]} rows of one policy on one device")
+    print(f"workload: synthetic 2000 machines, first {wl.num_tasks} tasks (rho 0.75, seed 1), {TRIALS} trials, "
+          f"full scan, {ROWS[0]} and {ROWS[1]} rows of one policy on one device")
     print(f"hardware: {hw['cpu']}, {hw['cores']} cores, jax {hw['jax']} ({hw['backend']})")
 
     def run(name, rows):
@@ -67,14 +68,14 @@ def main() -> int:
     for _ in range(args.repeats):
         for name in names:
             small, big = (run(name, rows) for rows in ROWS)
-            marginal[name].append((big - small) / ((ROWS[1] - ROWS[0]) * 5) / wl.num_tasks)
+            marginal[name].append((big - small) / ((ROWS[1] - ROWS[0]) * TRIALS) / wl.num_tasks)
     med = {n: statistics.median(v) for n, v in marginal.items()}
     base = med["best_fit"]
     print(f"{'policy':16s} {'ns/(row, trial) step':>22s} {'relative':>9s} {'registered':>11s}")
     for n in names:
         print(f"{n:16s} {med[n] * 1e9:22.0f} {med[n] / base:9.2f} {policies.REGISTRY[n].cost:11.2f}")
     doc = {"benchmark": "policy_cost", "hardware": hw,
-           "workload": {"machines": 2000, "tasks": wl.num_tasks, "trials": 5, "rows": ROWS},
+           "workload": {"machines": 2000, "tasks": wl.num_tasks, "trials": TRIALS, "rows": ROWS},
            "seconds_per_row_trial_step": med, "relative_to_best_fit": {n: med[n] / base for n in names}}
     write_json_atomic(args.out, doc)
     print(f"wrote {args.out}")

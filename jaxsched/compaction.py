@@ -238,8 +238,7 @@ def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.A
     evaluate = _Batch(cluster, wl, cfg, keys, genomes, orders, variants, need)
     # The bounds first, in one packing: the cap itself (unless it overflows), and the smallest multiplier
     # (unless it surely packs).
-    at_cap, at_floor = _inflation_bounds(lambda ks: evaluate(np.broadcast_to(np.array(ks), (P, T, len(ks))).copy()),
-                                         too_big, smallest_packs, K, (P, T))
+    at_cap, at_floor = _inflation_bounds(evaluate, too_big, smallest_packs, K, (P, T))
     # As the sequential search: the cap if it packs, else 0 if the smallest does not, else bisect [1, K-1].
     searched = ~at_cap & ~at_floor
     lo = np.where(at_cap, K, 1)
@@ -257,11 +256,12 @@ def _smallest_scale_packs(cluster: Cluster, workload: Workload) -> bool:
 
 def _inflation_bounds(packs_at, too_big, smallest_packs: bool, K: int, shape):
     """(at_cap, at_floor) bool[P, T] of the inflation searches: the cap K packs; even k = 1 fails.
-    packs_at(ks) -> bool[P, T, len(ks)] packs the multipliers ks in one packing; a multiplier that
-    surely overflows (too_big) or surely packs (smallest_packs, for k = 1) is not packed."""
+    packs_at(ks i64[P, T, C]) -> bool[P, T, C] packs the multipliers ks in one packing; a
+    multiplier that surely overflows (too_big) or surely packs (smallest_packs, for k = 1)
+    is not packed."""
     cap_over = bool(too_big(np.int64(K)))
     ks = ([] if cap_over else [K]) + ([] if smallest_packs else [1])
-    got = packs_at(ks) if ks else np.zeros((*shape, 0), bool)
+    got = packs_at(np.broadcast_to(np.array(ks, np.int64), (*shape, len(ks))).copy()) if ks else None
     at_cap = np.zeros(shape, bool) if cap_over else got[..., 0]
     at_floor = np.zeros(shape, bool) if smallest_packs else ~got[..., -1]
     return at_cap, at_floor
@@ -312,9 +312,8 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
 
     # Inflation's bounds first, as `inflation` does: the cap itself (unless it overflows), and k = 1
     # (unless it surely packs).
-    at_cap, at_floor = _inflation_bounds(
-        lambda ks: packs(None, np.broadcast_to(np.array(ks), (P, T, len(ks))).copy(), ["inflation"])["inflation"],
-        too_big, _smallest_scale_packs(cluster, workload), K, (P, T))
+    at_cap, at_floor = _inflation_bounds(lambda ks: packs(None, ks, ["inflation"])["inflation"],
+                                         too_big, _smallest_scale_packs(cluster, workload), K, (P, T))
     searched = ~at_cap & ~at_floor
     lo_i = np.where(at_cap, K, 1)
     hi_i = np.where(searched, K - 1, lo_i)
