@@ -281,13 +281,17 @@ def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, sl
     or tuples of R f32[X] rows; genome f32[8]; noise f32[X]; slot a static tuple.
     """
     d = tuple(demand[x] for x in range(demand.shape[0]))
-
-    def one(f, ic, n):
-        t = machine_terms(d, f, ic, n, slot)
-        return jnp.where(feasible(d, f, ic), policy.score(t, genome), -jnp.inf)
-
     rows = lambda a: a if isinstance(a, tuple) else tuple(a[x] for x in range(a.shape[0]))
-    return jax.vmap(one)(rows(free), rows(inv_capacity), noise)
+    return jax.vmap(lambda f, ic, n: score_terms(policy, d, f, ic, genome, n, slot))(
+        rows(free), rows(inv_capacity), noise)
+
+
+def score_terms(policy: Policy, d, f, ic, genome, noise, slot):
+    """The score of each machine, -inf where infeasible, from tuples of R per-dimension arrays
+    d, f, ic (1 / capacity) that broadcast together with noise; genome: anything whose
+    genome[i] broadcasts with them too (f32[8], or f32[8, 1, 1, P] for a trailing row axis)."""
+    t = machine_terms(d, f, ic, noise, slot)
+    return jnp.where(feasible(d, f, ic), policy.score(t, genome), -jnp.inf)
 
 
 def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None) -> jax.Array:
