@@ -20,9 +20,10 @@ Two pickers, as the spec defines them:
 Tasks run in compiled blocks of `block` steps, so one program serves any task count,
 the carry is donated between blocks, and long runs can report progress. On CPU,
 trials run in sequential cache-sized groups. With several local devices (GPUs, or
-forced CPU host devices) the trial axis is split over all of them with `shard_map`,
-or, for one trial of several rows of one policy (a population of genomes), the rows;
-trials and rows are independent, so the results are bit-identical to one device.
+forced CPU host devices) the rows are split over them, by whole policies or, for one
+trial of a population of genomes, by genomes, each share its own program driven from
+its own thread; otherwise the trial axis is split over all of them with `shard_map`.
+Trials and rows are independent, so the results are bit-identical to one device.
 """
 
 from __future__ import annotations
@@ -564,50 +565,41 @@ _pack_block_donating = jax.jit(_pack_block, static_argnames=("cfg", "fallback"),
 
 _T1, _T0, _REP = PartitionSpec(None, "trials"), PartitionSpec("trials"), PartitionSpec()
 # Specs of (free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords, scale, limit)
-# and of the outputs (free, machine, missed), split over trials or over policy rows.
-_BLOCK_SPECS = {
-    "trials": ((_T1, _REP, _REP, _T0, _REP, _REP, _REP, _REP, _T0, _T0, _T1, _T1),
-               (_T1, PartitionSpec(None, None, "trials"), _T0)),
-    "rows": ((_T0, _REP, _REP, _REP, _REP, _REP, _REP, _T0, _REP, _REP, _T0, _T0),
-             (_T0, PartitionSpec(None, "trials"), _T0)),
-}
-# The spec of free in `to_state`'s machine-major form [T, C, Mp, P], per split.
-_MACHINE_MAJOR_FREE = {"trials": _T0, "rows": PartitionSpec(None, None, None, "trials")}
+# and of the outputs (free, machine, missed), split over trials.
+_BLOCK_SPECS = ((_T1, _REP, _REP, _T0, _REP, _REP, _REP, _REP, _T0, _T0, _T1, _T1),
+                (_T1, PartitionSpec(None, None, "trials"), _T0))
 
 
-def _block_specs(cfg: PackConfig, axis: str):
-    """(in_specs, out_specs) of a block split over `axis`, for the state form of cfg."""
-    ins, outs = _BLOCK_SPECS[axis]
+def _block_specs(cfg: PackConfig):
+    """(in_specs, out_specs) of a block split over trials, for the state form of cfg (the
+    machine-major form of `to_state` has the trials first)."""
+    ins, outs = _BLOCK_SPECS
     if uses_pairs(cfg):
-        free = _MACHINE_MAJOR_FREE[axis]
-        ins, outs = (free, *ins[1:]), (free, *outs[1:])
+        ins, outs = (_T0, *ins[1:]), (_T0, *outs[1:])
     return ins, outs
 
 
 def _mesh(devices: tuple) -> Mesh:
-    """The 1-D mesh a packing's blocks are split over (trials, or policy rows)."""
+    """The 1-D mesh a packing's trials are split over."""
     return Mesh(np.asarray(devices), ("trials",))
 
 
 @functools.lru_cache(maxsize=64)
-def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool, axis: str = "trials"):
-    """`_pack_block` with the trial axis (or the policy rows, axis="rows") split over `devices`.
+def _sharded_block(cfg: PackConfig, fallback: bool, devices: tuple, donate: bool):
+    """`_pack_block` with the trial axis split over `devices`.
 
-    shard_map over a 1-D mesh: trials are independent, and so are rows, so each device
-    packs its share with the unchanged code: results are bit-identical to one device.
-    Rows are split only when they all have the same policy. `missed` comes back per device.
+    shard_map over a 1-D mesh: trials are independent, so each device packs its share
+    with the unchanged code: results are bit-identical to one device. `missed` comes
+    back per device.
     """
     mesh = _mesh(devices)
-    local_cfg = cfg
-    if axis == "rows":
-        local_cfg = dataclasses.replace(cfg, policies=cfg.policies[:len(cfg.policies) // len(devices)])
 
     def local(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords, scale, limit):
         free, j, missed = _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords,
-                                      nwords, scale, limit, cfg=local_cfg, fallback=fallback)
+                                      nwords, scale, limit, cfg=cfg, fallback=fallback)
         return free, j, missed[None]
 
-    in_specs, out_specs = _block_specs(cfg, axis)
+    in_specs, out_specs = _block_specs(cfg)
     fn = jax.shard_map(local, mesh=mesh, check_vma=False, in_specs=in_specs, out_specs=out_specs)
     return jax.jit(fn, donate_argnums=(0,) if donate else ()), mesh
 
@@ -627,19 +619,19 @@ def to_host(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _run_block(free, args, cfg, fallback, donate, devices, axis="trials"):
-    """One block on one device, or sharded over several (trials on one host or many; rows on one).
+def _run_block(free, args, cfg, fallback, donate, devices):
+    """One block on one device, or with its trials sharded over several (on one host or many).
 
     `missed` comes back as a device array (one flag per device), read only where needed:
     reading it waits for the block, so blocks run with the fallback are left to queue."""
     if len(devices) > 1:  # the arguments are already placed (`_placer`)
-        fn, _ = _sharded_block(cfg, fallback, devices, donate, axis)
+        fn, _ = _sharded_block(cfg, fallback, devices, donate)
         return fn(free, *args)
     block = _pack_block_donating if donate else _pack_block_fast
     return block(free, *args, cfg=cfg, fallback=fallback)
 
 
-def _placer(cfg, devices, axis):
+def _placer(cfg, devices):
     """place(i, x): argument i of `_pack_block` (0: free) as `_run_block` takes it, on the
     devices it is split over (as a global array); unchanged on one device. Arguments that
     stay the same from block to block are placed once: passing single-device arrays to a
@@ -647,7 +639,7 @@ def _placer(cfg, devices, axis):
     if len(devices) < 2:
         return lambda i, x: x
     mesh = _mesh(devices)
-    specs = _block_specs(cfg, axis)[0]
+    specs = _block_specs(cfg)[0]
     return lambda i, x: _global(x, mesh, specs[i])
 
 
@@ -658,16 +650,6 @@ def shard_devices(trials: int) -> tuple:
         return tuple(jax.devices())
     devices = tuple(jax.local_devices())
     return devices if trials > 1 and len(devices) > 1 else devices[:1]
-
-
-def row_shard_devices(cfg: PackConfig, trials: int) -> tuple:
-    """The local devices the policy rows are split over instead: one trial, several rows of
-    one policy (a population of genomes), several devices, one process; else ()."""
-    devices = tuple(jax.local_devices())
-    rows = len(cfg.policies)
-    if trials != 1 or rows < 2 or len(set(cfg.policies)) != 1 or len(devices) < 2 or jax.process_count() > 1:
-        return ()
-    return devices[:rows]
 
 
 # On a CPU, trials beyond what keeps the state this small run as sequential groups: the
@@ -717,7 +699,7 @@ def _variant_arrays(v: RowVariants | None, P: int, T: int, M: int, Mp: int, N: i
 
 
 def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nwords, variants, progress,
-                 devices=(), axis="trials"):
+                 devices=()):
     """Pack one group of trials block by block: (free f32[P, T, R, Mp], machine i32[N_pad, P, T])."""
     P, T = len(cfg.policies), padded.shape[0]
     R, Mp = cap_t.shape
@@ -727,7 +709,7 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
     free = jnp.where(in_prefix, cap_t[None, None], PAD_CAPACITY)
     if uses_pairs(cfg):
         free, inv_t = to_state(free, cfg), to_pairs(inv_t)
-    place = _placer(cfg, devices, axis)
+    place = _placer(cfg, devices)
     free = place(0, free)
     inv_t, demand, num_tasks, num_machines, genomes, swords, nwords, scale, limit = (
         place(i, x) for i, x in ((1, inv_t), (2, demand), (5, jnp.int32(N)), (6, jnp.int32(M)), (7, genomes),
@@ -738,13 +720,13 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
         args = (inv_t, demand, place(3, jnp.asarray(padded[:, start:start + block])), place(4, jnp.int32(start)),
                 num_tasks, num_machines, genomes, swords, nwords, scale, limit)
         if optimistic:
-            new_free, j, missed = _run_block(free, args, cfg, False, False, devices, axis)
+            new_free, j, missed = _run_block(free, args, cfg, False, False, devices)
             if bool(np.any(to_host(missed))):
                 optimistic = False  # a filling cluster keeps missing: stay on the slow path
             else:
                 free = new_free
         if not optimistic:
-            free, j, _ = _run_block(free, args, cfg, cfg.sample_k > 0, True, devices, axis)
+            free, j, _ = _run_block(free, args, cfg, cfg.sample_k > 0, True, devices)
         chosen.append(j)
         if progress is not None:
             progress(min(start + block, N), N)
@@ -778,6 +760,18 @@ def policy_shares(cfg: PackConfig) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
+def genome_shares(cfg: PackConfig, trials: int) -> list[tuple[int, int]]:
+    """Row ranges of nearly equal size, one per local device (at most one per row), for one
+    trial of several rows of one policy (a population of genomes) in one process; else [].
+    (Several trials of one policy split their trials instead.)"""
+    devices = jax.local_devices()
+    P = len(cfg.policies)
+    if trials != 1 or P < 2 or len(cfg.groups()) != 1 or len(devices) < 2 or jax.process_count() > 1:
+        return []
+    cuts = np.linspace(0, P, min(len(devices), P) + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
 def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
          genomes=None, orders=None, progress: Callable[[int, int], None] | None = None,
          variants: RowVariants | None = None, device=None) -> PackState:
@@ -797,7 +791,7 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     if genomes.shape != (P, GENOME_SIZE):
         raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
     orders = np.asarray(rng.trial_orders(keys, N) if orders is None else orders, np.int32)
-    shares = policy_shares(cfg) if device is None else []
+    shares = (policy_shares(cfg) or genome_shares(cfg, T)) if device is None else []
     if len(shares) > 1:
         return _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares)
     cap = np.asarray(cluster.capacity, np.float32)
@@ -822,10 +816,6 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     nwords = rng.hash_words(keys, rng.STREAM_NOISE)
     rank, prefix, scale, limit = _variant_arrays(variants, P, T, M, Mp, N)
 
-    row_devices = () if device is not None else row_shard_devices(cfg, T)
-    if row_devices:
-        return _pack_rows_sharded(cfg, row_devices, cap_t, inv_t, demand, padded, orders, N, M, genomes,
-                                  swords, nwords, (rank, prefix, scale, limit), progress)
     devices = (device,) if device is not None else shard_devices(T)
     groups = _trial_groups(T, P * R * Mp * 4, len(devices))
     total = N * len(groups)
@@ -845,11 +835,13 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
 
 
 def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares) -> PackState:
-    """`pack` with whole policies split over the local devices (`shares`, row ranges): each
-    share is its own program (its own policies, all trials) on its own device, driven from
-    its own thread. XLA:CPU runs a step's small kernels on one thread, so this keeps every
-    core busy without the padding of a trial split; rows are independent, so results are
-    identical. genomes and orders are pack's, already filled in."""
+    """`pack` with its rows split over the local devices (`shares`, row ranges: whole policies,
+    `policy_shares`, or a population's genomes, `genome_shares`): each share is its own
+    program (its own rows, all trials) on its own device, driven from its own thread.
+    XLA:CPU runs a step's small kernels on one thread, so this keeps every core busy without
+    the padding of a trial split, and each share leaves its optimistic sampled blocks
+    (`_pack_trials`) when its own rows need the fallback; rows are independent, so results
+    are identical. genomes and orders are pack's, already filled in."""
     slowest = SlowestShare(progress, len(shares), int(np.shape(workload.demand)[0]))
 
     def run(i, device):
@@ -865,19 +857,6 @@ def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress,
     parts = on_devices(run, len(shares))
     return PackState(free=np.concatenate([p.free for p in parts]),
                      placement=np.concatenate([p.placement for p in parts]))
-
-
-def _pack_rows_sharded(cfg, devices, cap_t, inv_t, demand, padded, orders, N, M, genomes, swords, nwords,
-                       variants, progress):
-    """`pack` of one trial with its policy rows split over `devices`: the rows are padded to a
-    multiple of the device count with copies of the last one, whose results are dropped."""
-    P = len(cfg.policies)
-    keep = np.concatenate([np.arange(P), np.full(-P % len(devices), P - 1)])
-    cfg = dataclasses.replace(cfg, policies=(cfg.policies[0],) * len(keep))
-    rank, prefix, scale, limit = variants
-    free, steps = _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes[keep], swords,
-                               nwords, (rank, prefix[keep], scale[keep], limit[keep]), progress, devices, "rows")
-    return _pack_state(free[:P], steps[:N, :P], orders, M)
 
 
 def _pack_state(free, steps, orders, M) -> PackState:

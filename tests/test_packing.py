@@ -216,7 +216,7 @@ def test_trials_sharded_over_two_devices_match_one_device(monkeypatch, sample_k)
 
 @pytest.mark.parametrize("sample_k", [0, 3])
 def test_rows_of_one_policy_sharded_over_two_devices_match_one_device(monkeypatch, sample_k):
-    """One trial, 5 genomes of `family` (padded to 6): the rows split over both CPU devices give
+    """One trial, 5 genomes of `family`: the rows split over both CPU devices (2 and 3 rows) give
     the one-device results, and each row is the reference packing."""
     cluster, wl = instance(8, M=30, N=300)
     keys = rng.trial_keys(4, "test", 1)
@@ -224,10 +224,11 @@ def test_rows_of_one_policy_sharded_over_two_devices_match_one_device(monkeypatc
     genomes = np.concatenate([GENOME[None], g.uniform(-1, 1, (4, 8))]).astype(np.float32)
     genomes[:, 6:] = g.uniform(0.5, 2.0, (5, 2))
     cfg = PackConfig(policies=("family",) * 5, sample_k=sample_k, block=64)
-    assert len(packing.row_shard_devices(cfg, 1)) == 2  # tests/conftest.py forces two CPU devices
-    assert packing.row_shard_devices(PackConfig(policies=("family", "best_fit")), 1) == ()  # mixed rows
+    assert packing.genome_shares(cfg, 1) == [(0, 2), (2, 5)]  # tests/conftest.py forces two CPU devices
+    assert packing.genome_shares(cfg, 2) == []  # several trials: split those instead
+    assert packing.genome_shares(PackConfig(policies=("family",)), 1) == []
     sharded = pack(cluster, wl, cfg, keys, genomes=genomes)
-    monkeypatch.setattr(packing, "row_shard_devices", lambda cfg, trials: ())
+    monkeypatch.setattr(packing, "genome_shares", lambda cfg, trials: [])
     single = pack(cluster, wl, cfg, keys, genomes=genomes)
     np.testing.assert_array_equal(sharded.placement, single.placement)
     np.testing.assert_array_equal(sharded.free, single.free)
