@@ -10,10 +10,11 @@ fraction, for both pickers (full scan and sample_k = 64).
   compiled before timing), on the first --sequential genomes, scaled to the
   population (say so in any figure quoted).
 
-Both give the same fitness for every genome evaluated both ways (checked). Reports
-medians of --repeats runs and the ratio; compile time separately.
+Both give the same fitness for every genome evaluated both ways (checked). The two run
+alternately, --repeats pairs; reports the medians of each side and of the pairs' ratios
+(the machine's speed drifts between runs); compile time separately.
 
-    python experiments/bench_evolve.py [--repeats 3] [--sequential 8] [--quick]
+    python experiments/bench_evolve.py [--repeats 5] [--sequential 8] [--quick]
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def main() -> None:
     ap.add_argument("--rho", type=float, default=1.0)
     ap.add_argument("--population", type=int, default=64)
     ap.add_argument("--sequential", type=int, default=8, help="genomes evaluated one at a time, then scaled")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--pickers", default="0,64", help="sample_k values (0 = full scan)")
     ap.add_argument("--quick", action="store_true", help="300 machines, population 16, 1 repeat")
     ap.add_argument("--out", default="results/bench_evolve.json")
@@ -70,22 +71,26 @@ def main() -> None:
         one = lambda i: fitness(problem, genomes[i:i + 1], 1, 1, k)
         compile_batch, _ = timed(batch)
         compile_one, _ = timed(lambda: one(0))
-        t_batch, fit_batch = zip(*(timed(batch) for _ in range(a.repeats)))
-        t_seq = []
-        for _ in range(a.repeats):
+        t_batch, t_seq, ratios = [], [], []
+        for _ in range(a.repeats):  # alternating, so that both sides see the same machine
+            dt, fit_batch = timed(batch)
+            t_batch.append(dt)
             dt, fits = timed(lambda: [one(i) for i in range(seq)])
             t_seq.append(dt)
+            ratios.append(t_seq[-1] * a.population / seq / t_batch[-1])
         fit_one = np.concatenate(fits, axis=0)
-        same = bool(np.array_equal(fit_one, fit_batch[0][:seq]))
+        same = bool(np.array_equal(fit_one, fit_batch[:seq]))
         tb, ts = statistics.median(t_batch), statistics.median(t_seq) * a.population / seq
         row = {"sample_k": k, "batched_s": tb, "batched_evals_per_s": a.population / tb,
-               "one_at_a_time_s_scaled": ts, "one_at_a_time_evals_per_s": a.population / ts, "ratio": ts / tb,
+               "one_at_a_time_s_scaled": ts, "one_at_a_time_evals_per_s": a.population / ts,
+               "ratio": statistics.median(ratios), "ratio_range": [min(ratios), max(ratios)],
                "compile_batched_s": compile_batch - tb, "compile_one_s": compile_one - ts / a.population,
-               "same_fitness": same, "batched_runs_s": list(t_batch), "one_at_a_time_runs_s": t_seq}
+               "same_fitness": same, "batched_runs_s": t_batch, "one_at_a_time_runs_s": t_seq}
         rows.append(row)
         picker = f"sample_k={k}" if k else "full scan"
         print(f"{picker:>12}: batched {row['batched_evals_per_s']:8.2f} evals/s ({tb:.2f} s); one at a time "
-              f"{row['one_at_a_time_evals_per_s']:8.2f} evals/s ({ts:.2f} s scaled); ratio {row['ratio']:.1f}x; "
+              f"{row['one_at_a_time_evals_per_s']:8.2f} evals/s ({ts:.2f} s scaled); ratio {row['ratio']:.1f}x "
+              f"(median of {a.repeats} alternating pairs, {min(ratios):.1f}-{max(ratios):.1f}x); "
               f"compile {row['compile_batched_s']:.1f} s batched; same fitness: {same}")
         if not same:
             raise SystemExit("batched and one-at-a-time fitness differ")
