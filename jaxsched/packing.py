@@ -122,8 +122,8 @@ def _score_rows_last(cfg, d, free, inv, genomes, noise, reduce):
         policy = get_policy(name)
         d_g = tuple(d[lo:hi, :, x].T[:, None, :] for x in range(d.shape[-1]))  # R x [T, 1, P_g]
         f_g = tuple(x[..., lo:hi] for x in free)
-        s = score_terms(policy, d_g, f_g, tuple(x[..., None] for x in inv), genomes[:, None, None, lo:hi], noise[..., None],
-                        cfg.slot)
+        ic = tuple(x[..., None] for x in inv)
+        s = score_terms(policy, d_g, f_g, ic, genomes[:, None, None, lo:hi], noise[..., None], cfg.slot)
         out.append(reduce(s, policy))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
