@@ -48,7 +48,12 @@ def _compaction(d):
 
 
 def _evolve(d):
-    return [(f"population of 64 vs one at a time, sample_k={r['sample_k']}", r["ratio"], 10.0) for r in d["results"]]
+    rows = []
+    for r in d["results"]:
+        rows.append((f"population of 64 vs one at a time, sample_k={r['sample_k']}", r["ratio"], 10.0))
+        if "block_ratio" in r:
+            rows.append((f"the same, time inside packing blocks only, sample_k={r['sample_k']}", r["block_ratio"], None))
+    return rows
 
 
 def _event(d):
