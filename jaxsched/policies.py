@@ -174,13 +174,27 @@ def family(t: Terms, g) -> jax.Array:
     a, b = t.a, t.b
     la, lb = jnp.log(a), jnp.log(b)  # a, b are clamped to [1e-4, 1e4]
     ba = jnp.exp(g[7] * (lb - la))  # (b/a)^p2; (a/b)^p2 is its inverse
-    s = g[0] * _pow_exp(a, la, g[6]) + g[1] * _pow_exp(b, lb, g[6])
-    s = s + g[2] * jnp.where(g[7] == 1.0, b / a, ba)
-    s = s + g[3] * jnp.where(g[7] == 1.0, a / b, 1.0 / ba)
-    s = s + g[4] * t.fit
-    s = s + g[5] * jnp.abs(t.rho[0] - t.rho[1])
+    terms = (lambda: _pow_exp(a, la, g[6]), lambda: _pow_exp(b, lb, g[6]),
+             lambda: jnp.where(g[7] == 1.0, b / a, ba), lambda: jnp.where(g[7] == 1.0, a / b, 1.0 / ba),
+             lambda: t.fit, lambda: jnp.abs(t.rho[0] - t.rho[1]))
+    s = None
+    for i in _family_terms(g):
+        s = g[i] * terms[i]() if s is None else s + g[i] * terms[i]()
+    if s is None:
+        s = jnp.zeros_like(a)
     # A huge weight or power must not put inf or NaN before the argmax.
     return jnp.nan_to_num(-s, nan=-3e38, posinf=3e38, neginf=-3e38)
+
+
+def _family_terms(g) -> tuple[int, ...]:
+    """The terms of `family` that genome g computes: all of them, except that a fixed genome
+    (a named policy's, given as numpy) leaves out its terms of weight 0 when its powers are in
+    [-4, 4]. Every term is finite there (ratios within 1e8, so at most 1e32), so 0 x term adds
+    nothing to the score but the sign of a zero (which ties either way); XLA cannot drop it
+    itself, as 0 x inf is NaN. evo_search (w3 = 0): one exp an element fewer."""
+    if isinstance(g, np.ndarray) and np.all(np.abs(g[6:]) <= 4.0):
+        return tuple(i for i in range(6) if g[i] != 0)
+    return tuple(range(6))
 
 
 def _inv(c):

@@ -72,6 +72,18 @@ def test_alpha_evolve_is_an_exact_point_of_the_family():
         assert np.array_equal(fam, ae)
 
 
+def test_evo_search_scores_as_the_family_at_its_genome():
+    """evo_search leaves out its zero-weight term (w3); its scores are still those of the
+    family at its genome, where every term is computed (equal as numbers: at most a zero's sign)."""
+    assert policies._family_terms(policies._EVO_SEARCH) == (0, 1, 2, 4, 5)
+    assert policies._family_terms(np.array([0, 1, 0, 0, 0, 0, 1, 40], np.float32)) == tuple(range(6))
+    for seed in range(10):
+        d, free, cap = random_state(seed)
+        fam = np.asarray(jaxsched.score("family", d, free, cap, genome=policies.EVO_SEARCH_GENOME))
+        evo = np.asarray(jaxsched.score("evo_search", d, free, cap))
+        assert np.array_equal(fam, evo)
+
+
 def test_policy_names_parsing():
     assert policies.policy_names("best_fit, alpha_evolve,best_fit") == ("best_fit", "alpha_evolve")
     with pytest.raises(KeyError, match="unknown policy 'nope'"):
