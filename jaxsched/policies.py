@@ -248,7 +248,7 @@ REGISTRY: dict[str, Policy] = dict([
     _policy("ae_shape", "evolved", lambda t, g: -(t.b / t.a + t.a / t.b)),
     _policy("ae_pow", "evolved",
             lambda t, g: -(t.a + t.b + (t.b / t.a) * (t.b / t.a) + (t.a / t.b) * (t.a / t.b)), cost=1.15),
-    _policy("evo_search", "searched", lambda t, g: family(t, _EVO_SEARCH), cost=5.3),
+    _policy("evo_search", "searched", lambda t, g: family(t, _EVO_SEARCH), cost=4.9),
 ])
 
 # The parameterized family itself, scored at each row's genome; not one of the 21.
