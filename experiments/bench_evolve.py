@@ -22,50 +22,26 @@ host work per call that a population pays once.
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import statistics
 import sys
-import threading
 import time
 
-import jax
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from jaxsched import packing  # noqa: E402
 from jaxsched.evolve import EvolveConfig, Problem, fitness, initial_population  # noqa: E402
 from jaxsched.output import write_json_atomic  # noqa: E402
 from jaxsched.synthetic import synthetic_instance  # noqa: E402
 
-from benchlib import add_cpu_devices_arg, apply_cpu_devices, hardware  # noqa: E402
+from benchlib import add_cpu_devices_arg, apply_cpu_devices, block_time, hardware  # noqa: E402
 
 
 def timed(fn):
     t = time.perf_counter()
     out = fn()
     return time.perf_counter() - t, out
-
-
-def block_time(fn) -> float:
-    """Seconds fn spends inside packing blocks, on its busiest device (each block waited for):
-    the packing's own work, without the per-call host work around it."""
-    spent, lock, run = collections.defaultdict(float), threading.Lock(), packing._run_block
-
-    def timed_block(*args):
-        t = time.perf_counter()
-        out = jax.block_until_ready(run(*args))
-        with lock:
-            spent[threading.get_ident()] += time.perf_counter() - t
-        return out
-
-    packing._run_block = timed_block
-    try:
-        fn()
-    finally:
-        packing._run_block = run
-    return max(spent.values())
 
 
 def main() -> None:

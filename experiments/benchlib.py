@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 
 
 def hardware(with_jax: bool = True) -> dict:
@@ -36,3 +37,30 @@ def apply_cpu_devices(value) -> None:
     from jaxsched.devices import set_cpu_devices
 
     set_cpu_devices(value)
+
+
+def block_time(fn) -> float:
+    """Seconds that fn() spends inside jaxsched's packing blocks on its busiest device (each
+    block waited for): the packing's own work, without the per-call host work around it."""
+    import collections
+    import threading
+
+    import jax
+
+    from jaxsched import packing
+
+    spent, lock, run = collections.defaultdict(float), threading.Lock(), packing._run_block
+
+    def timed_block(*args):
+        t = time.perf_counter()
+        out = jax.block_until_ready(run(*args))
+        with lock:
+            spent[threading.get_ident()] += time.perf_counter() - t
+        return out
+
+    packing._run_block = timed_block
+    try:
+        fn()
+    finally:
+        packing._run_block = run
+    return max(spent.values(), default=0.0)

@@ -44,7 +44,10 @@ def _trace(d):
 
 
 def _compaction(d):
-    return [("compaction + inflation vs sequential binary search", d["best_speedup"], d["goal"])]
+    rows = [("compaction + inflation vs sequential binary search", d["best_speedup"], d["goal"])]
+    if "inside_blocks" in d:
+        rows.append(("the same, time inside packing blocks only", d["inside_blocks"]["ratio"], None))
+    return rows
 
 
 def _evolve(d):
