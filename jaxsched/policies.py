@@ -177,11 +177,10 @@ def family(t: Terms, g) -> jax.Array:
     terms = (lambda: _pow_exp(a, la, g[6]), lambda: _pow_exp(b, lb, g[6]),
              lambda: jnp.where(g[7] == 1.0, b / a, ba), lambda: jnp.where(g[7] == 1.0, a / b, 1.0 / ba),
              lambda: t.fit, lambda: jnp.abs(t.rho[0] - t.rho[1]))
-    s = None
-    for i in _family_terms(g):
-        s = g[i] * terms[i]() if s is None else s + g[i] * terms[i]()
-    if s is None:
-        s = jnp.zeros_like(a)
+    keep = _family_terms(g)
+    if not keep:  # a fixed genome of weights 0: every feasible machine scores the same
+        return jnp.zeros_like(a)
+    s = functools.reduce(jnp.add, (g[i] * terms[i]() for i in keep))  # in the order of the formula
     # A huge weight or power must not put inf or NaN before the argmax.
     return jnp.nan_to_num(-s, nan=-3e38, posinf=3e38, neginf=-3e38)
 
