@@ -1,4 +1,5 @@
-"""What every benchmark reports beside its figures: the machine and the library versions."""
+"""What the benchmarks share: the machine and library versions each reports, the CPU device
+count, and the time spent inside jaxsched's packing blocks."""
 
 from __future__ import annotations
 
