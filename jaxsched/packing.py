@@ -115,11 +115,6 @@ class RowsLast(NamedTuple):
     genomes: jax.Array  # f32[8, P]
     demand: tuple  # R x f32[T, P]: the step's demand of each (trial, row)
 
-    @staticmethod
-    def of(genomes, d) -> "RowsLast":
-        """From genomes f32[P, 8] and demands d f32[P, T, R] (transposed here)."""
-        return RowsLast(genomes.T, tuple(d[..., x].T for x in range(d.shape[-1])))
-
 
 def _score_rows_last(cfg, lanes: RowsLast, free, inv, noise, reduce):
     """`_score_rows` with the rows as the minor axis: each policy's reduce(scores f32[T, X, P_g], policy).
@@ -225,8 +220,8 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
     shows that the task fits no machine; without it they get `none` and the caller must
     redo the block with the fallback on. `rows` comes back unchanged (the caller must use
     the returned one: it goes through the fallback's loops so that XLA does not copy it).
-    A machine-major state of several rows is scored rows last (`_score_rows_last`, with the
-    rows' genomes and demands in `lanes`, or transposed here).
+    A machine-major state of several rows is scored rows last (`_score_rows_last`), with the
+    rows' genomes and demands given as `lanes` (a `RowsLast`, needed only there).
     """
     C, Mp = inv.shape
     R = d.shape[-1]
@@ -239,7 +234,7 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
         inv_s = pair_rows(_take(inv.reshape(-1), at), R)  # R x [T, K]
     if paired and P > 1:  # scored as gathered, rows last
         drawn = pair_rows(_take(free.reshape(T * C * Mp, P), trial_at), R, axis=1)  # R x [T, K, P]
-        j = _score_rows_last(cfg, RowsLast.of(genomes, d) if lanes is None else lanes, drawn, inv_s, noise,
+        j = _score_rows_last(cfg, lanes, drawn, inv_s, noise,
                              lambda s, _: _lowest_best(s, idx[..., None], none, axis=1).T)
     else:
         if paired:  # one row: a 1-D gather is faster than slices of one element (one genome: 4% a packing)
@@ -536,8 +531,10 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     rows = jnp.transpose(free, (3, 0, 1, 2)) if twin else None  # [P, T, C, Mp]
     as_rows = (lambda z: z.reshape(1, *z.shape[:3])) if paired and fallback and not twin else (lambda z: z)
 
-    # `_score_rows_last`'s layouts of the genomes and of the row scales, transposed before the scan.
-    genome_cols, scale_cols = (genomes.T, scale.T) if paired else (None, None)
+    # `_score_rows_last`'s layouts of the genomes and of the row scales (for a machine-major state
+    # of several rows, which `_sampled` scores rows last), transposed before the scan.
+    rows_last = paired and free.shape[-1] > 1
+    genome_cols, scale_cols = (genomes.T, scale.T) if rows_last else (None, None)
 
     # The step's demands come in the carry, a step ahead, rather than as the scan's slice at the
     # step: fused into a rows-last scoring, that slice is reloaded at every element and the loop
@@ -547,8 +544,9 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
         d_next, step, idx, task = x
         d = d_t[None] * scale[..., None]  # [P, T, R]
         if cfg.sample_k > 0:
-            lanes = None if scale_cols is None else RowsLast(
-                genome_cols, tuple(d_t[:, x, None] * scale_cols for x in range(d_t.shape[-1])))
+            lanes = None
+            if rows_last:
+                lanes = RowsLast(genome_cols, tuple(d_t[:, x, None] * scale_cols for x in range(d_t.shape[-1])))
             if twin:
                 j, rows = _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound, rows,
                                    lanes)
