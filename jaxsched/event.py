@@ -239,7 +239,7 @@ def _hash(words, step, lanes):
 
 def _scores(cfg, st, free_x, inv_x, d, noise, inv_axes):
     """Scores f32[B, W, X] of each row's W tasks d f32[B, W, R] on their X machines each."""
-    return _score_rows(cfg.pack_config(), d, free_x, inv_x, st.genomes, noise, inv_axes, (0, 0))
+    return _score_rows(cfg.pack_config(), d, free_x, inv_x, st.genomes, noise, inv_axes, (0, 0), encoded=False)
 
 
 def _noise(cfg, st, step, lanes):

@@ -3,7 +3,9 @@
 Every (policy row, trial) pair packs the same tasks in its trial's order onto its own
 copy of the cluster. One `lax.scan` step places task i for all P x T pairs at once:
 each policy scores its rows (vmapped over genomes, trials and machines), the picker
-takes the argmax, and the free-capacity carry f32[P, T, R, M] is updated in place.
+takes the argmax, and the free-capacity carry f32[P, T, R, M] is updated in place. A
+dimension of zero capacity holds -1e-6 in the carry (`policies.encode_free`), so that
+feasibility is one comparison per dimension.
 
 Two pickers, as the spec defines them:
 - full scan: argmax over all feasible machines, ties to the lowest index, in plain
@@ -44,8 +46,8 @@ from .errors import InputError
 
 from . import rng
 from .devices import SlowestShare, on_devices
-from .policies import (ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, feasible, get_policy, safe_inverse,
-                       score_machines, score_terms, slot_vector)
+from .policies import (ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, ZERO_CAPACITY_FREE, encode_free, feasible,
+                       get_policy, safe_inverse, score_machines, score_terms, slot_vector)
 from .types import Cluster, PackState, Workload
 
 CHUNK = 128
@@ -75,7 +77,8 @@ class PackConfig:
         return "random" in self.policies
 
 
-def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=None, chunked=False):
+def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=None, chunked=False, *,
+                encoded: bool):
     """Scores of every (row, trial) pair on its X machines: f32[P, T, X], or reduce(scores) of each policy's rows.
 
     d f32[P, T, R]; free f32[P, T, R, X] (or a tuple of R f32[P, T, X]); inv (1 / capacity)
@@ -85,13 +88,14 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=
     `reduce(scores, policy)` applies to each policy's scores before they are joined, so that
     XLA fuses it into their computation instead of writing all scores out (on CPU it then
     reduces them in a separate pass, several times slower than the scoring itself).
+    encoded: free is `encode_free`'s (a packing state's).
     """
     out = []
     for name, lo, hi in cfg.groups():
         policy = get_policy(name)
 
         def one(dd, ff, ii, g, nn, policy=policy):
-            return score_machines(policy, dd, ff, ii, g, nn, cfg.slot)
+            return score_machines(policy, dd, ff, ii, g, nn, cfg.slot, encoded)
 
         if chunked:
             one = jax.vmap(one, in_axes=(None, 1, 1, None, 0))
@@ -131,7 +135,8 @@ def _score_rows_last(cfg, lanes: RowsLast, free, inv, noise, reduce):
         d_g = tuple(x[:, None, lo:hi] for x in lanes.demand)  # R x [T, 1, P_g]
         f_g = tuple(x[..., lo:hi] for x in free)
         ic = tuple(x[..., None] for x in inv)
-        s = score_terms(policy, d_g, f_g, ic, lanes.genomes[:, None, None, lo:hi], noise[..., None], cfg.slot)
+        s = score_terms(policy, d_g, f_g, ic, lanes.genomes[:, None, None, lo:hi], noise[..., None], cfg.slot,
+                        encoded=True)
         out.append(reduce(s, policy))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
@@ -207,7 +212,7 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
     return _score_rows(cfg, d, free.reshape(P, T, R, C, CHUNK), inv.reshape(R, C, CHUNK), genomes,
                        noise.reshape(T, C, CHUNK), (None, None), (None, 0),
-                       lambda s, policy: _pick(policy, s, none, chunked=True), chunked=True)
+                       lambda s, policy: _pick(policy, s, none, chunked=True), chunked=True, encoded=True)
 
 
 def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None, lanes=None):
@@ -245,7 +250,7 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
             dims = lambda g: tuple(g[..., x, :] for x in range(R))
             free_s, inv_s = dims(_take(free.reshape(-1), row + at[None])), dims(_take(inv.reshape(-1), at))
         j = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
-                        lambda s, _: _lowest_best(s, idx[None], none))
+                        lambda s, _: _lowest_best(s, idx[None], none), encoded=True)
     if not fallback:
         return j, rows
     missing = j == none
@@ -307,10 +312,11 @@ def _fallback(cfg, free, d, inv, genomes, nwords, step, none, missing, j):
             d_r = d[p, t]
 
             def score():
-                s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot)
+                s = score_machines(policy, d_r, f_r, inv_rows, genomes[p], jnp.zeros(Mp, jnp.float32), cfg.slot,
+                                   encoded=True)
                 return _pick(policy, s, none)
 
-            fits = feasible(tuple(d_r[x] for x in range(R)), f_r, inv_rows)
+            fits = feasible(tuple(d_r[x] for x in range(R)), f_r)
             mask = mask.at[r].set(False)
             return first(mask), mask, res.at[r].set(lax.cond(jnp.any(fits), score, lambda: none)), fr
 
@@ -720,7 +726,8 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
     block = cfg.block
     rank, prefix, scale, limit = (jnp.asarray(a) for a in variants)
     in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
-    free = jnp.where(in_prefix, cap_t[None, None], PAD_CAPACITY)
+    free = jnp.where(in_prefix, encode_free(cap_t, inv_t)[None, None], PAD_CAPACITY)
+    zero_capacity = np.asarray(inv_t) == 0
     if uses_pairs(cfg):
         free, inv_t = to_state(free, cfg), to_pairs(inv_t)
     place = _placer(cfg, devices)
@@ -746,7 +753,15 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
             progress(min(start + block, N), N)
     if uses_pairs(cfg):
         free = _unpair_state(free, R)
-    return to_host(free), np.concatenate([to_host(j) for j in chosen], axis=0)
+    return _decode_free(to_host(free), np.asarray(cap_t), zero_capacity), np.concatenate(
+        [to_host(j) for j in chosen], axis=0)
+
+
+def _decode_free(free, cap_t, zero_capacity) -> np.ndarray:
+    """A packing state's free capacity f32[P, T, R, Mp] as users read it. A dimension of zero
+    capacity (bool[R, Mp]; `encode_free`) took only zero demands: its free capacity is its
+    capacity (padding and machines outside a prefix keep PAD_CAPACITY)."""
+    return np.where(zero_capacity & (free == ZERO_CAPACITY_FREE), cap_t, free)
 
 
 _unpair_state = jax.jit(from_state, static_argnums=1)

