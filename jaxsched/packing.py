@@ -78,7 +78,7 @@ class PackConfig:
 
 
 def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=None, chunked=False, *,
-                encoded: bool):
+                encoded: bool, caches=None):
     """Scores of every (row, trial) pair on its X machines: f32[P, T, X], or reduce(scores) of each policy's rows.
 
     d f32[P, T, R]; free f32[P, T, R, X] (or a tuple of R f32[P, T, X]); inv (1 / capacity)
@@ -88,25 +88,26 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=
     `reduce(scores, policy)` applies to each policy's scores before they are joined, so that
     XLA fuses it into their computation instead of writing all scores out (on CPU it then
     reduces them in a separate pass, several times slower than the scoring itself).
-    encoded: free is `encode_free`'s (a packing state's).
+    encoded: free is `encode_free`'s (a packing state's); caches: each group's kept `Policy.cached`
+    terms laid out as free, f32[P_g, T, E, X] (or None), as `machine_caches` gives them.
     """
     out = []
-    for name, lo, hi in cfg.groups():
+    for g_i, (name, lo, hi) in enumerate(cfg.groups()):
         policy = get_policy(name)
 
-        def one(dd, ff, ii, g, nn, policy=policy):
-            return score_machines(policy, dd, ff, ii, g, nn, cfg.slot, encoded)
+        def one(dd, ff, ii, g, nn, cc, policy=policy):
+            return score_machines(policy, dd, ff, ii, g, nn, cfg.slot, encoded, cc)
 
         if chunked:
-            one = jax.vmap(one, in_axes=(None, 1, 1, None, 0))
+            one = jax.vmap(one, in_axes=(None, 1, 1, None, 0, 1))
 
-        per_trial = jax.vmap(one, in_axes=(0, 0, inv_axes[1], None, noise_axes[1]))
-        per_row = jax.vmap(per_trial, in_axes=(0, 0, inv_axes[0], 0, noise_axes[0]))
+        per_trial = jax.vmap(one, in_axes=(0, 0, inv_axes[1], None, noise_axes[1], 0))
+        per_row = jax.vmap(per_trial, in_axes=(0, 0, inv_axes[0], 0, noise_axes[0], 0))
         rows = slice(lo, hi)
         take = lambda a: jax.tree.map(lambda x: x[rows], a)
         i = take(inv) if inv_axes[0] == 0 else inv
         n = noise[rows] if noise_axes[0] == 0 else noise
-        scores = per_row(d[rows], take(free), i, genomes[rows], n)
+        scores = per_row(d[rows], take(free), i, genomes[rows], n, None if caches is None else caches[g_i])
         out.append(scores if reduce is None else reduce(scores, policy))
     return jnp.concatenate(out, axis=0) if len(out) > 1 else out[0]
 
@@ -199,7 +200,7 @@ def from_state(z, R: int):
     return from_pairs(jnp.transpose(z, (3, 0, 1, 2)), R) if jnp.iscomplexobj(z) else z
 
 
-def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
+def _full_scan(cfg, free, d, inv, genomes, nwords, step, none, caches=None):
     """Lowest-index argmax over all machines per (row, trial): i32[P, T], `none` if no fit.
 
     `_pick` of each policy's scores, before the policies are joined. The scores are computed
@@ -210,9 +211,48 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none):
     P, T, R, Mp = free.shape
     C = Mp // CHUNK  # Mp is a multiple of CHUNK (`pack` pads it)
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
+    if caches is not None:
+        caches = tuple(None if c is None else c.reshape(*c.shape[:3], C, CHUNK) for c in caches)
     return _score_rows(cfg, d, free.reshape(P, T, R, C, CHUNK), inv.reshape(R, C, CHUNK), genomes,
                        noise.reshape(T, C, CHUNK), (None, None), (None, 0),
-                       lambda s, policy: _pick(policy, s, none, chunked=True), chunked=True, encoded=True)
+                       lambda s, policy: _pick(policy, s, none, chunked=True), chunked=True, encoded=True,
+                       caches=caches)
+
+
+def machine_caches(cfg, free, inv):
+    """Each policy group's `Policy.cached` terms of every machine, f32[P_g, T, E, Mp] (None for a
+    policy that keeps none), from free f32[P, T, R, Mp] and inv f32[R, Mp]; None if no policy keeps any."""
+    R = free.shape[2]
+    out = []
+    for name, lo, hi in cfg.groups():
+        policy = get_policy(name)
+        if policy.cached is None:
+            out.append(None)
+            continue
+        terms = policy.cached(tuple(free[lo:hi, :, x] for x in range(R)), tuple(inv[x][None, None] for x in range(R)))
+        out.append(jnp.stack(terms, axis=2))
+    return tuple(out) if any(c is not None for c in out) else None
+
+
+def update_caches(cfg, caches, free, inv, j, none):
+    """`machine_caches` after tasks land on machines j i32[P, T] (`none`: nowhere) of free, the
+    state after placement: only those machines' terms are recomputed."""
+    P, T, R, Mp = free.shape
+    out = []
+    for (name, lo, hi), c in zip(cfg.groups(), caches):
+        if c is None:
+            out.append(None)
+            continue
+        jg = j[lo:hi]
+        at = jnp.minimum(jg, Mp - 1)[..., None]
+        f_j = tuple(jnp.take_along_axis(free[lo:hi, :, x], at, axis=-1)[..., 0] for x in range(R))  # [P_g, T]
+        terms = jnp.stack(get_policy(name).cached(f_j, tuple(inv[x][at[..., 0]] for x in range(R))), axis=2)
+        G, _, E, _ = c.shape
+        plane = jnp.arange(G * T * E, dtype=jnp.int32).reshape(G, T, E)
+        flat = jnp.where((jg == none)[..., None], c.size, plane * Mp + jg[..., None])  # out of range: dropped
+        out.append(c.reshape(-1).at[flat.reshape(-1)].set(terms.reshape(-1), mode="drop",
+                                                         unique_indices=True).reshape(c.shape))
+    return tuple(out)
 
 
 def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, bound=None, rows=None, lanes=None):
@@ -545,8 +585,11 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     # The step's demands come in the carry, a step ahead, rather than as the scan's slice at the
     # step: fused into a rows-last scoring, that slice is reloaded at every element and the loop
     # does not vectorize (a 32-genome sampled packing 3.4x slower).
+    # Full scan: the policies' `cached` terms of every machine, updated where a task lands.
+    caches = machine_caches(cfg, free, inv) if cfg.sample_k == 0 else None
+
     def body(carry, x):
-        free, rows, d_t = carry
+        free, rows, d_t, caches = carry
         d_next, step, idx, task = x
         d = d_t[None] * scale[..., None]  # [P, T, R]
         if cfg.sample_k > 0:
@@ -561,17 +604,19 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
                                    as_rows(free), lanes)
                 free = view.reshape(free.shape)
         else:
-            j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none)
+            j = _full_scan(cfg, free, d, inv, genomes, nwords, step, none, caches)
         live = (step < num_tasks) & (task[None, :] < limit)
         missed = jnp.any(live & (j == none)) if cfg.sample_k > 0 and not fallback else jnp.bool_(False)
         j = jnp.where(live, j, none)
         free = _place(free, j, d, none)
         if twin:
             rows = _place(rows, j, d, none, machine_major=False)
-        return (free, rows, d_next), (j, missed)
+        if caches is not None:
+            caches = update_caches(cfg, caches, free, inv, j, none)
+        return (free, rows, d_next, caches), (j, missed)
 
     d_next = jnp.concatenate([d_blk[1:], d_blk[:1]])
-    (free, _, _), (j, missed) = lax.scan(body, (free, rows, d_blk[0]), (d_next, steps, idx_blk, order.T))
+    (free, _, _, _), (j, missed) = lax.scan(body, (free, rows, d_blk[0], caches), (d_next, steps, idx_blk, order.T))
     return free, j, jnp.any(missed)
 
 

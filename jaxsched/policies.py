@@ -111,6 +111,7 @@ class Terms(NamedTuple):
     slots_r: jax.Array  # f32[] slots(r)
     noise: jax.Array  # f32[] the trial's uniform draw for this machine
     slot: tuple[float, ...]  # static standard slot
+    cached: tuple = ()  # the policy's `Policy.cached` terms of this machine
 
 
 def _ratio(num, den):
@@ -119,7 +120,7 @@ def _ratio(num, den):
     return jnp.clip(raw, RATIO_MIN, RATIO_MAX)
 
 
-def machine_terms(d, f, inv_c, noise, slot) -> Terms:
+def machine_terms(d, f, inv_c, noise, slot, cached=()) -> Terms:
     """The spec's derived quantities for one machine. inv_c = 1/c, 0 where c <= 0."""
     r = dmap(lambda fx, dx: jnp.maximum(fx - dx, 0.0), f, d)
     rho = dmap(jnp.multiply, r, inv_c)
@@ -129,7 +130,7 @@ def machine_terms(d, f, inv_c, noise, slot) -> Terms:
         d=d, f=f, ic=inv_c, r=r, rho=rho, u=u, u0=u0,
         a=_ratio(d[0], f[0]), b=_ratio(d[1], f[1]),
         fit=dsum(u), slots_f=slots(dmap(lambda x: jnp.maximum(x, 0.0), f), slot), slots_r=slots(r, slot),
-        noise=noise, slot=slot,
+        noise=noise, slot=slot, cached=cached,
     )
 
 
@@ -233,10 +234,19 @@ class Policy(NamedTuple):
     # CPU time of a full-scan step relative to best_fit (experiments/bench_policy_cost.py, the mean of two
     # runs rounded; 1.0 where within the +-20% that the cheap policies' figures move from run to run)
     cost: float = 1.0
+    # Terms of the score that depend on the machine alone: (f, ic) -> a tuple of arrays, which the
+    # score reads as Terms.cached. A full-scan packing keeps them per machine and recomputes them
+    # only where a task lands (the same operations, so the same values).
+    cached: Callable | None = None
 
 
-def _policy(name, family_name, fn, deterministic=True, uniform=False, cost=1.0):
-    return name, Policy(name, family_name, fn, deterministic, uniform, cost)
+def _policy(name, family_name, fn, deterministic=True, uniform=False, cost=1.0, cached=None):
+    return name, Policy(name, family_name, fn, deterministic, uniform, cost, cached)
+
+
+def _pow10_u0(f, ic):
+    """10^u0 per dimension, epvm's term of the machine before placement."""
+    return dmap(lambda fx, ix: _pow10(1.0 - jnp.maximum(fx, 0.0) * ix), f, ic)
 
 
 # The 21 policies of the spec's table, in its order.
@@ -251,7 +261,8 @@ REGISTRY: dict[str, Policy] = dict([
     _policy("tetris", "alignment", lambda t, g: dsum(dmap(jnp.multiply, t.d, t.f))),
     _policy("align_fill", "alignment", lambda t, g: _cos(t) + 0.5 * t.fit, cost=1.5),
     _policy("worst_fit", "spread", lambda t, g: -t.fit, cost=1.1),
-    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, u0: _pow10(u) - _pow10(u0), t.u, t.u0)), cost=3.2),
+    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, p0: _pow10(u) - p0, t.u, t.cached)), cost=3.2,
+            cached=_pow10_u0),
     _policy("convex_spread", "spread", lambda t, g: -dsum(dmap(lambda u: 1.0 / (1.05 - u), t.u))),
     _policy("balance", "dim-aware", lambda t, g: -jnp.abs(t.rho[0] - t.rho[1])),
     _policy("min_strand", "dim-aware", _min_strand, cost=1.1),
@@ -303,25 +314,28 @@ def safe_inverse(capacity: jax.Array) -> jax.Array:
     return _inv(capacity)
 
 
-def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, slot, encoded: bool = False):
+def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, slot, encoded: bool = False,
+                   cached=None):
     """Scores of one task on X machines, -inf where infeasible: f32[X].
 
     demand f32[R]; free, inv_capacity f32[R, X] (dimension-major, from `safe_inverse`),
     or tuples of R f32[X] rows; genome f32[8]; noise f32[X]; slot a static tuple;
-    encoded: free is `encode_free`'s.
+    encoded: free is `encode_free`'s; cached: the policy's `cached` terms (a tuple of f32[X]), if kept.
     """
     d = tuple(demand[x] for x in range(demand.shape[0]))
     rows = lambda a: a if isinstance(a, tuple) else tuple(a[x] for x in range(a.shape[0]))
-    return jax.vmap(lambda f, ic, n: score_terms(policy, d, f, ic, genome, n, slot, encoded))(
-        rows(free), rows(inv_capacity), noise)
+    return jax.vmap(lambda f, ic, n, c: score_terms(policy, d, f, ic, genome, n, slot, encoded, c))(
+        rows(free), rows(inv_capacity), noise, None if cached is None else rows(cached))
 
 
-def score_terms(policy: Policy, d, f, ic, genome, noise, slot, encoded: bool = False):
+def score_terms(policy: Policy, d, f, ic, genome, noise, slot, encoded: bool = False, cached=None):
     """The score of each machine, -inf where infeasible, from tuples of R per-dimension arrays
     d, f, ic (1 / capacity) that broadcast together with noise; genome: anything whose
     genome[i] broadcasts with them too (f32[8], or f32[8, 1, 1, P] for a trailing row axis);
-    encoded: f is `encode_free`'s."""
-    t = machine_terms(d, f, ic, noise, slot)
+    encoded: f is `encode_free`'s; cached: the policy's `cached` terms, computed here if None."""
+    if cached is None:
+        cached = policy.cached(f, ic) if policy.cached is not None else ()
+    t = machine_terms(d, f, ic, noise, slot, cached)
     return jnp.where(feasible(d, f, None if encoded else ic), policy.score(t, genome), -jnp.inf)
 
 

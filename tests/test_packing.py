@@ -386,3 +386,29 @@ def test_first_best_is_the_lowest_index_argmax_with_many_ties(X):
     got = np.asarray(jax.jit(lambda x: packing.first_best(x, jnp.int32(X)))(s))
     want = np.where(np.any(s > -np.inf, axis=1), np.argmax(s, axis=1), X)
     np.testing.assert_array_equal(got, want)
+
+
+def test_kept_machine_terms_equal_their_recomputation():
+    """A full scan keeps epvm's per-machine terms (`Policy.cached`) and recomputes them only where
+    a task lands: after placements they are, bit for bit, the terms of the new state."""
+    cluster, wl = instance(7, M=300, N=8, R=2)
+    cfg = PackConfig(policies=("best_fit", "epvm", "epvm"))
+    P, T, R, Mp = 3, 2, 2, 384
+    g = np.random.default_rng(7)
+    cap_t = np.full((R, Mp), packing.PAD_CAPACITY, np.float32)
+    cap_t[:, :300] = cluster.capacity.T
+    inv = policies.safe_inverse(jnp.asarray(cap_t))
+    free = jnp.asarray(np.broadcast_to(cap_t * g.uniform(0.2, 1.0, (P, T, R, Mp)), (P, T, R, Mp)), jnp.float32)
+    caches = packing.machine_caches(cfg, free, inv)
+    assert caches[0] is None and caches[1].shape == (2, T, R, Mp)
+    none = jnp.int32(Mp)
+    for step in range(6):
+        j = jnp.asarray(g.integers(0, 300, (P, T)), jnp.int32).at[1, 0].set(none)  # one row places nothing
+        d = jnp.asarray(g.uniform(0.0, 0.05, (P, T, R)), jnp.float32)
+        free = packing._place(free, j, d, none)
+        caches = packing.update_caches(cfg, caches, free, inv, j, none)
+    want = packing.machine_caches(cfg, free, inv)
+    np.testing.assert_array_equal(np.asarray(caches[1]), np.asarray(want[1]))
+    np.testing.assert_array_equal(np.asarray(caches[1]), np.asarray(
+        jnp.stack(policies.REGISTRY["epvm"].cached(tuple(free[1:, :, x] for x in range(R)),
+                                                   tuple(inv[x][None, None] for x in range(R))), axis=2)))
