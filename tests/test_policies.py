@@ -73,15 +73,32 @@ def test_alpha_evolve_is_an_exact_point_of_the_family():
 
 
 def test_evo_search_scores_as_the_family_at_its_genome():
-    """evo_search leaves out its zero-weight term (w3); its scores are still those of the
-    family at its genome, where every term is computed (equal as numbers: at most a zero's sign)."""
-    assert policies._family_terms(policies._EVO_SEARCH) == (0, 1, 2, 4, 5)
-    assert policies._family_terms(np.array([0, 1, 0, 0, 0, 0, 1, 40], np.float32)) == tuple(range(6))
+    """evo_search computes each power of a and b as a task's power times a machine's (kept per
+    machine): its scores are the family's at its genome within float32 rounding, and it refuses
+    the same machines."""
     for seed in range(10):
         d, free, cap = random_state(seed)
         fam = np.asarray(jaxsched.score("family", d, free, cap, genome=policies.EVO_SEARCH_GENOME))
         evo = np.asarray(jaxsched.score("evo_search", d, free, cap))
-        assert np.array_equal(fam, evo)
+        assert np.array_equal(np.isfinite(fam), np.isfinite(evo))
+        ok = np.isfinite(fam)
+        np.testing.assert_allclose(evo[ok], fam[ok], rtol=1e-5, atol=1e-5)
+
+
+def test_evo_search_powers_take_the_ratio_bounds():
+    """Where a or b is clamped (zero demand, zero or tiny free capacity), evo_search's powers are
+    the bounds' powers, as the family's."""
+    free = np.array([[1e-9, 0.5], [0.5, 1e-9], [0.0, 0.5], [0.5, 0.5], [2e-5, 0.4], [1e-12, 0.5]], np.float32)
+    cap = np.ones((6, 2), np.float32)
+    for d in ([0.0, 0.1], [0.1, 0.0], [1e-9, 1e-9], [0.3, 0.2], [5e-7, 0.1]):  # the last: a above its bound
+        d = np.asarray(d, np.float32)
+        fam = np.asarray(jaxsched.score("family", d, free, cap, genome=policies.EVO_SEARCH_GENOME))
+        evo = np.asarray(jaxsched.score("evo_search", d, free, cap))
+        want = reference.scores("evo_search", d.astype(np.float64), free.astype(np.float64), cap.astype(np.float64))
+        assert np.array_equal(np.isfinite(evo), np.isfinite(want))
+        ok = np.isfinite(want)
+        np.testing.assert_allclose(evo[ok], want[ok], rtol=1e-5)
+        np.testing.assert_allclose(evo[ok], fam[ok], rtol=1e-5)
 
 
 def test_policy_names_parsing():
