@@ -111,7 +111,7 @@ class Terms(NamedTuple):
     slots_r: jax.Array  # f32[] slots(r)
     noise: jax.Array  # f32[] the trial's uniform draw for this machine
     slot: tuple[float, ...]  # static standard slot
-    cached: tuple = ()  # the policy's `Policy.cached` terms of this machine
+    cached: tuple = ()  # the policy's `Policy.cached` terms of this machine, where kept (else empty)
 
 
 def _ratio(num, den):
@@ -228,10 +228,13 @@ def _evo_search_cached(f, ic):
 
 
 def _evo_search(t: Terms, g):
-    """`family` at evo_search's genome (w3 = 0), each power of a and b as the task's power of its
-    demand times the machine's power of its free capacity (`_ratio_power`; the machine's kept per
-    machine, `Policy.cached`): no exp or log a machine, where the family takes three exps and two
-    logs. Equal to the family's score within float32 rounding."""
+    """`family` at evo_search's genome (w3 = 0). Where a full scan keeps the machines' powers of
+    their free capacity (`Policy.cached`), each power of a and b is the task's power of its demand
+    times the machine's (`_ratio_power`): no exp or log a machine, where the family takes three
+    exps and two logs; the two agree within float32 rounding (1e-5). Elsewhere (a sampled step
+    scores few machines) the family's own form, cheaper than computing the four powers there."""
+    if not t.cached:
+        return family(t, _EVO_SEARCH)
     w0, w1, w2, _, w4, w5, p1, p2 = (float(v) for v in _EVO_SEARCH)
     a_p1, a_p2, b_p1, b_p2 = t.cached  # f0^-p1, f0^p2, f1^-p1, f1^-p2
     (d0_p1, d0_p2), (d1_p1, d1_p2) = _powers(t.d[0], (p1, -p2)), _powers(t.d[1], (p1, p2))
@@ -260,7 +263,8 @@ class Policy(NamedTuple):
     cost: float = 1.0
     # Terms of the score that depend on the machine alone: (f, ic) -> a tuple of arrays, which the
     # score reads as Terms.cached. A full-scan packing keeps them per machine and recomputes them
-    # only where a task lands (the same operations, so the same values).
+    # only where a task lands (the same operations, so the same values); elsewhere Terms.cached is
+    # empty and the score computes what it needs itself.
     cached: Callable | None = None
 
 
@@ -285,7 +289,8 @@ REGISTRY: dict[str, Policy] = dict([
     _policy("tetris", "alignment", lambda t, g: dsum(dmap(jnp.multiply, t.d, t.f))),
     _policy("align_fill", "alignment", lambda t, g: _cos(t) + 0.5 * t.fit, cost=1.65),
     _policy("worst_fit", "spread", lambda t, g: -t.fit),
-    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, p0: _pow10(u) - p0, t.u, t.cached)),
+    _policy("epvm", "spread", lambda t, g: -dsum(dmap(lambda u, p0: _pow10(u) - p0, t.u,
+                                                       t.cached or _pow10_u0(t.f, t.ic))),
             cached=_pow10_u0, cost=2.25),
     _policy("convex_spread", "spread", lambda t, g: -dsum(dmap(lambda u: 1.0 / (1.05 - u), t.u))),
     _policy("balance", "dim-aware", lambda t, g: -jnp.abs(t.rho[0] - t.rho[1])),
@@ -345,7 +350,8 @@ def score_machines(policy: Policy, demand, free, inv_capacity, genome, noise, sl
 
     demand f32[R]; free, inv_capacity f32[R, X] (dimension-major, from `safe_inverse`),
     or tuples of R f32[X] rows; genome f32[8]; noise f32[X]; slot a static tuple;
-    encoded: free is `encode_free`'s; cached: the policy's `cached` terms (a tuple of f32[X]), if kept.
+    encoded: free is `encode_free`'s; cached: the policy's `cached` terms (f32[E, X] or a tuple of
+    E f32[X]) where kept.
     """
     d = tuple(demand[x] for x in range(demand.shape[0]))
     rows = lambda a: a if isinstance(a, tuple) else tuple(a[x] for x in range(a.shape[0]))
@@ -357,10 +363,8 @@ def score_terms(policy: Policy, d, f, ic, genome, noise, slot, encoded: bool = F
     """The score of each machine, -inf where infeasible, from tuples of R per-dimension arrays
     d, f, ic (1 / capacity) that broadcast together with noise; genome: anything whose
     genome[i] broadcasts with them too (f32[8], or f32[8, 1, 1, P] for a trailing row axis);
-    encoded: f is `encode_free`'s; cached: the policy's `cached` terms, computed here if None."""
-    if cached is None:
-        cached = policy.cached(f, ic) if policy.cached is not None else ()
-    t = machine_terms(d, f, ic, noise, slot, cached)
+    encoded: f is `encode_free`'s; cached: the policy's `cached` terms where kept (None: not kept)."""
+    t = machine_terms(d, f, ic, noise, slot, () if cached is None else tuple(cached))
     return jnp.where(feasible(d, f, None if encoded else ic), policy.score(t, genome), -jnp.inf)
 
 

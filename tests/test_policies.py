@@ -1,5 +1,6 @@
 """Every policy's JAX score against the float64 reference, and the spec's guards."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -72,33 +73,50 @@ def test_alpha_evolve_is_an_exact_point_of_the_family():
         assert np.array_equal(fam, ae)
 
 
+def kept_scores(name, d, free, cap):
+    """The policy's scores as a full scan computes them, its machine terms kept (`Policy.cached`)."""
+    policy = policies.REGISTRY[name]
+    R = cap.shape[1]
+    f = tuple(jnp.asarray(free[:, x], jnp.float32) for x in range(R))
+    ic = tuple(policies.safe_inverse(jnp.asarray(cap[:, x], jnp.float32)) for x in range(R))
+    dd = tuple(jnp.float32(d[x]) for x in range(R))
+    return np.asarray(policies.score_terms(policy, dd, f, ic, jnp.zeros(8, jnp.float32),
+                                           jnp.zeros(len(cap), jnp.float32), policies.slot_vector(None, R),
+                                           cached=policy.cached(f, ic)))
+
+
 def test_evo_search_scores_as_the_family_at_its_genome():
-    """evo_search computes each power of a and b as a task's power times a machine's (kept per
-    machine): its scores are the family's at its genome within float32 rounding, and it refuses
-    the same machines."""
+    """evo_search is the family at its genome; where a full scan keeps each machine's powers of its
+    free capacity, it multiplies a task's powers by them: within float32 rounding of the family,
+    refusing the same machines."""
     for seed in range(10):
         d, free, cap = random_state(seed)
         fam = np.asarray(jaxsched.score("family", d, free, cap, genome=policies.EVO_SEARCH_GENOME))
-        evo = np.asarray(jaxsched.score("evo_search", d, free, cap))
-        assert np.array_equal(np.isfinite(fam), np.isfinite(evo))
+        assert np.array_equal(np.asarray(jaxsched.score("evo_search", d, free, cap)), fam)
+        kept = kept_scores("evo_search", d, free, cap)
+        assert np.array_equal(np.isfinite(fam), np.isfinite(kept))
         ok = np.isfinite(fam)
-        np.testing.assert_allclose(evo[ok], fam[ok], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(kept[ok], fam[ok], rtol=1e-5, atol=1e-5)
 
 
-def test_evo_search_powers_take_the_ratio_bounds():
-    """Where a or b is clamped (zero demand, zero or tiny free capacity), evo_search's powers are
-    the bounds' powers, as the family's."""
+def test_evo_search_kept_powers_take_the_ratio_bounds():
+    """Where a or b is clamped (zero demand, zero or tiny free capacity), evo_search's products
+    give the bounds' powers, as the family and the reference do."""
     free = np.array([[1e-9, 0.5], [0.5, 1e-9], [0.0, 0.5], [0.5, 0.5], [2e-5, 0.4], [1e-12, 0.5]], np.float32)
     cap = np.ones((6, 2), np.float32)
     for d in ([0.0, 0.1], [0.1, 0.0], [1e-9, 1e-9], [0.3, 0.2], [5e-7, 0.1]):  # the last: a above its bound
         d = np.asarray(d, np.float32)
-        fam = np.asarray(jaxsched.score("family", d, free, cap, genome=policies.EVO_SEARCH_GENOME))
-        evo = np.asarray(jaxsched.score("evo_search", d, free, cap))
+        kept = kept_scores("evo_search", d, free, cap)
         want = reference.scores("evo_search", d.astype(np.float64), free.astype(np.float64), cap.astype(np.float64))
-        assert np.array_equal(np.isfinite(evo), np.isfinite(want))
+        assert np.array_equal(np.isfinite(kept), np.isfinite(want))
         ok = np.isfinite(want)
-        np.testing.assert_allclose(evo[ok], want[ok], rtol=1e-5)
-        np.testing.assert_allclose(evo[ok], fam[ok], rtol=1e-5)
+        np.testing.assert_allclose(kept[ok], want[ok], rtol=1e-5)
+
+
+def test_epvm_kept_terms_give_its_scores():
+    for seed in range(5):
+        d, free, cap = random_state(seed)
+        assert np.array_equal(kept_scores("epvm", d, free, cap), np.asarray(jaxsched.score("epvm", d, free, cap)))
 
 
 def test_policy_names_parsing():
