@@ -247,9 +247,7 @@ def update_caches(cfg, caches, free, inv, j, none):
         at = jnp.minimum(jg, Mp - 1)[..., None]
         f_j = tuple(jnp.take_along_axis(free[lo:hi, :, x], at, axis=-1)[..., 0] for x in range(R))  # [P_g, T]
         terms = jnp.stack(get_policy(name).cached(f_j, tuple(inv[x][at[..., 0]] for x in range(R))), axis=2)
-        G, _, E, _ = c.shape
-        plane = jnp.arange(G * T * E, dtype=jnp.int32).reshape(G, T, E)
-        flat = jnp.where((jg == none)[..., None], c.size, plane * Mp + jg[..., None])  # out of range: dropped
+        flat = _row_major_at(jg, c.shape[2], Mp, none, c.size)
         out.append(c.reshape(-1).at[flat.reshape(-1)].set(terms.reshape(-1), mode="drop",
                                                          unique_indices=True).reshape(c.shape))
     return tuple(out)
@@ -536,14 +534,20 @@ def _place(free, j, d, none, machine_major=None):
         _, C, Mp, _ = free.shape
         plane = jnp.arange(T * C, dtype=jnp.int32).reshape(1, T, C)  # (trial, pair) planes of Mp x P
         flat = (plane * Mp + j[..., None]) * P + jnp.arange(P, dtype=jnp.int32).reshape(P, 1, 1)
+        flat = jnp.where((j == none)[..., None], free.size, flat)  # out of range: dropped
     else:
-        _, _, C, Mp = free.shape
-        row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T)
-        dim = jnp.arange(C, dtype=jnp.int32)
-        flat = (row[..., None] * C + dim[None, None, :]) * Mp + j[..., None]  # [P, T, C]
-    flat = jnp.where((j == none)[..., None], free.size, flat)  # out of range: dropped
+        flat = _row_major_at(j, free.shape[2], free.shape[3], none, free.size)
     out = free.reshape(-1).at[flat.reshape(-1)].add(delta.reshape(-1), mode="drop", unique_indices=True)
     return out.reshape(free.shape)
+
+
+def _row_major_at(j, planes: int, Mp: int, none, size: int):
+    """Flat indices of machine j i32[P, T] in each of the `planes` rows of Mp machines that a
+    (row, trial) has in a row-major state [P, T, planes, Mp]: i32[P, T, planes]; `size`, out
+    of range (a dropped update), where j is `none`."""
+    P, T = j.shape
+    plane = jnp.arange(P * T * planes, dtype=jnp.int32).reshape(P, T, planes)
+    return jnp.where((j == none)[..., None], size, plane * Mp + j[..., None])
 
 
 def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genomes, swords, nwords, scale, limit,
@@ -765,14 +769,14 @@ def _variant_arrays(v: RowVariants | None, P: int, T: int, M: int, Mp: int, N: i
 
 def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nwords, variants, progress,
                  devices=()):
-    """Pack one group of trials block by block: (free f32[P, T, R, Mp], machine i32[N_pad, P, T])."""
+    """Pack one group of trials block by block: (free f32[P, T, R, Mp] as the state holds it
+    (`encode_free`), machine i32[N_pad, P, T])."""
     P, T = len(cfg.policies), padded.shape[0]
     R, Mp = cap_t.shape
     block = cfg.block
     rank, prefix, scale, limit = (jnp.asarray(a) for a in variants)
     in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
     free = jnp.where(in_prefix, encode_free(cap_t, inv_t)[None, None], PAD_CAPACITY)
-    zero_capacity = np.asarray(inv_t) == 0
     if uses_pairs(cfg):
         free, inv_t = to_state(free, cfg), to_pairs(inv_t)
     place = _placer(cfg, devices)
@@ -798,8 +802,7 @@ def _pack_trials(cfg, cap_t, inv_t, demand, padded, N, M, genomes, swords, nword
             progress(min(start + block, N), N)
     if uses_pairs(cfg):
         free = _unpair_state(free, R)
-    return _decode_free(to_host(free), np.asarray(cap_t), zero_capacity), np.concatenate(
-        [to_host(j) for j in chosen], axis=0)
+    return to_host(free), np.concatenate([to_host(j) for j in chosen], axis=0)
 
 
 def _decode_free(free, cap_t, zero_capacity) -> np.ndarray:
@@ -878,9 +881,9 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
         raise InputError(f"sample_k must be >= 0, got {cfg.sample_k}")
 
     Mp = -(-M // CHUNK) * CHUNK
-    cap_t = np.full((R, Mp), PAD_CAPACITY, np.float32)
-    cap_t[:, :M] = cap.T
-    cap_t = jnp.asarray(cap_t)
+    cap_np = np.full((R, Mp), PAD_CAPACITY, np.float32)
+    cap_np[:, :M] = cap.T
+    cap_t = jnp.asarray(cap_np)
     inv_t = safe_inverse(cap_t)
     genomes = jnp.asarray(genomes)
     n_blocks = max(1, -(-N // block))
@@ -905,7 +908,8 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
                                    swords[trials], nwords[trials], group_variants, report, devices)
         frees.append(free[:, :n])
         chosen.append(steps[:, :, :n])
-    return _pack_state(np.concatenate(frees, axis=1), np.concatenate(chosen, axis=2)[:N], orders, M)
+    free = _decode_free(np.concatenate(frees, axis=1), cap_np, np.asarray(inv_t) == 0)
+    return _pack_state(free, np.concatenate(chosen, axis=2)[:N], orders, M)
 
 
 def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares) -> PackState:
