@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from jaxsched.cvx import (aggregate, allocate, band_weights, check_placement,  # noqa: E402
                           replicate, run_online, solve_lp, solve_mip, solve_prices, synthetic_problem)
 from jaxsched.output import write_json_atomic  # noqa: E402
-from jaxsched.snapshot import run_snapshot  # noqa: E402
+from jaxsched.snapshot import SnapshotConfig, run_snapshot  # noqa: E402
 from jaxsched.synthetic import synthetic_instance  # noqa: E402
 
 from benchlib import hardware  # noqa: E402
@@ -154,7 +154,7 @@ def online_large(args):
 
 def quality(args):
     cluster, workload = synthetic_instance(785, 1.2, 1)
-    res = run_snapshot(cluster, workload, ("best_fit", "alpha_evolve", "cvxcluster"), 3, 1)
+    res = run_snapshot(cluster, workload, SnapshotConfig(("best_fit", "alpha_evolve", "cvxcluster"), trials=3, seed=1))
     u = band_weights(workload.priority).astype(np.float64)
     out = {}
     for p, name in enumerate(res.policies):

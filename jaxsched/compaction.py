@@ -1,4 +1,4 @@
-"""Compaction and inflation of POLICIES.md ("Snapshot metrics"), every search batched.
+"""Compaction and inflation of docs/spec/POLICIES.md ("Snapshot metrics"), every search batched.
 
 - compaction: trial t orders the machines at random (its key's STREAM_MACHINES); its
   value is L / M for the smallest prefix length L (binary search) such that the
@@ -153,7 +153,22 @@ def _scale_overflows(cluster: Cluster, workload: Workload):
 def compaction(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
                packs_full: np.ndarray, depth: int = 1, orders=None,
                progress: Callable[[int], None] | None = None) -> SearchResult:
-    """Compaction of every (policy row, trial); packs_full bool[P, T]: all placed on the whole cluster."""
+    """Compaction of every (policy row, trial), by batched binary search.
+
+    Args:
+        cluster: the machines.
+        workload: the tasks.
+        cfg: the packing of each row.
+        keys: the T trial keys (each trial's machine order and task order).
+        genomes: f32[P, 8] for `family` rows.
+        packs_full: bool[P, T], all tasks placed on the whole cluster (else the value is 1.0).
+        depth: binary-search levels per batched round.
+        orders: i32[T, N] task orders (default: each trial's shuffle).
+        progress: progress(round) after each round.
+
+    Returns:
+        The SearchResult: values f64[P, T] (share of machines) and which sit at a ceiling.
+    """
     M, N = cluster.num_machines, workload.num_tasks
     P, T = len(cfg.policies), int(keys.shape[0])
     rank = machine_ranks(keys, M)
@@ -205,7 +220,21 @@ def clone_workload(workload: Workload, keys: jax.Array, steps: int) -> Workload:
 def inflation(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array, genomes,
               mode: str = "scale", depth: int = 1,
               progress: Callable[[int], None] | None = None) -> SearchResult:
-    """Inflation of every (policy row, trial) in `mode` ('scale' or 'clone')."""
+    """Inflation of every (policy row, trial), by batched binary search.
+
+    Args:
+        cluster: the machines.
+        workload: the tasks.
+        cfg: the packing of each row.
+        keys: the T trial keys.
+        genomes: f32[P, 8] for `family` rows.
+        mode: "scale" (every demand times the multiplier) or "clone" (copies of tasks added).
+        depth: binary-search levels per batched round.
+        progress: progress(round) after each round.
+
+    Returns:
+        The SearchResult: values f64[P, T] (the multiplier) and which sit at a ceiling.
+    """
     if mode not in INFLATE_MODES:
         raise InputError(f"inflate mode must be one of {', '.join(INFLATE_MODES)}, got {mode!r}")
     N = workload.num_tasks
@@ -273,7 +302,7 @@ def compaction_and_inflation(cluster: Cluster, workload: Workload, cfg: PackConf
     """`compaction` and scale-mode `inflation` of every (policy row, trial), the same answers, their
     searches advanced together: each round packs both searches' candidates in one packing.
 
-    A packing of twice the rows costs about 0.8 of two (the per-step work of a policy is
+    A packing of twice the rows costs less than two (the per-step work of a policy is
     shared by more rows). A round leaves out a metric's rows when none of its candidates
     is needed (all known to fail, or its searches are done).
     """

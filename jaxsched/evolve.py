@@ -1,4 +1,4 @@
-"""Evolutionary search over the parameterized scoring family of POLICIES.md.
+"""Evolutionary search over the parameterized scoring family of docs/spec/POLICIES.md.
 
 A (mu + lambda) search: each generation mutates and recombines the mu parents into
 lambda children, packs all children in one batched packing (one `family` row per
@@ -89,9 +89,22 @@ def canonical(genomes: np.ndarray) -> np.ndarray:
 
 def fitness(problem: Problem, genomes: np.ndarray, trials: int, seed: int, sample_k: int = 0, slot=None,
             experiment: str = EXPERIMENT_TRAIN, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-    """Demand-weighted placed fraction (`placed_weighted`) of each genome in each trial: f64[P, T].
+    """Demand-weighted placed fraction (`placed_weighted`) of each genome in each trial.
 
     All genomes and trials run as one batched packing.
+
+    Args:
+        problem: the snapshot.
+        genomes: f32[P, 8] family genomes.
+        trials: shuffled task orders, the same for every genome.
+        seed: the trials' seed.
+        sample_k: the picker (0: full scan).
+        slot: the standard slot per dimension.
+        experiment: the name of the trials' random stream.
+        progress: progress(done, total) during the packing.
+
+    Returns:
+        f64[P, T].
     """
     genomes = np.asarray(genomes, np.float32).reshape(-1, GENOME_SIZE)
     cluster, workload = problem
@@ -169,8 +182,16 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
            progress: Callable[[int, int], None] | None = None) -> EvolveResult:
     """Run the (mu + lambda) search of `cfg` on `train`, reporting the held-out fitness of each best genome.
 
-    on_generation(g) after each generation (generation 0 is the initial population);
-    progress(done, total) during each population's packing.
+    Args:
+        train: the snapshot fitness is measured on.
+        heldout: the snapshot the best genome of each generation is reported on.
+        cfg: population, parents, generations, mutation scale, trials, picker, seed.
+        on_generation: on_generation(g) after each generation (generation 0 is the initial
+            population).
+        progress: progress(done, total) during each population's packing.
+
+    Returns:
+        The EvolveResult: the history, the champion and alpha_evolve's figures beside it.
     """
     cfg.check()
     for problem in (train, heldout):

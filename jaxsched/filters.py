@@ -1,4 +1,4 @@
-"""Workload filters and snapshot instants of the README's "Real traces" section.
+"""Workload filters and snapshot instants (docs/traces.md).
 
 Filters compose in a fixed order: days, then min_priority, then max_task_dim, then
 max_tasks. A snapshot is the set of tasks alive at an instant t, alive meaning
@@ -34,7 +34,16 @@ class Filters:
 
 def apply_filters(workload: Workload, filters: Filters, window_start: float = 0.0
                   ) -> tuple[np.ndarray, dict[str, int]]:
-    """Indices of the tasks kept (ascending) and, per active filter, how many it dropped."""
+    """Indices of the tasks kept (ascending) and, per active filter, how many it dropped.
+
+    Args:
+        workload: the trace's tasks.
+        filters: the filters, applied in the order days, min_priority, max_task_dim, max_tasks.
+        window_start: the trace window's start in seconds (`days` counts from it).
+
+    Returns:
+        (indices i64[K] of the tasks kept, {filter: tasks it dropped}).
+    """
     keep = np.ones(workload.num_tasks, bool)
     dropped: dict[str, int] = {}
 
@@ -102,8 +111,20 @@ def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0
                    ) -> tuple[np.ndarray, dict]:
     """Indices of the filtered tasks in the snapshot, and what was chosen.
 
-    at: "busiest" (the busiest instant, among lo <= t < hi if `within` is given), "all"
-    (every filtered task, whatever its times: the whole list at once), or an instant in seconds.
+    Args:
+        workload: the trace's tasks.
+        filters: applied first (`apply_filters`).
+        window_start: the trace window's start in seconds.
+        at: "busiest" (the busiest instant, among lo <= t < hi if `within` is given), "all"
+            (every filtered task, whatever its times: the whole list at once), or an instant
+            in seconds.
+        within: (lo, hi) seconds to look for the busiest instant in.
+
+    Returns:
+        (indices of the snapshot's tasks, a JSON-ready record of the instant and the filters).
+
+    Raises:
+        InputError: no task left by the filters, or none alive at the instant.
     """
     index, dropped = apply_filters(workload, filters, window_start)
     if index.size == 0:

@@ -1,4 +1,4 @@
-"""Snapshot metrics of shared/spec/POLICIES.md ("Snapshot metrics") on a packed cluster.
+"""Snapshot metrics of docs/spec/POLICIES.md ("Snapshot metrics") on a packed cluster.
 
 placed (count, fraction, demand-weighted), utilization per dimension, holes and
 stranding per dimension, for one cluster state; `snapshot_metrics` vmaps it over the
@@ -59,10 +59,20 @@ def _batched(free, capacity, placed, demand, slot):
 
 
 def snapshot_metrics(free, capacity, placement, demand, slot) -> Metrics:
-    """Metrics for every (row, trial): free f32[P, T, M, R], placement i32[P, T, N].
+    """Metrics for every (row, trial) of a packing.
 
     Computed on the host's CPU whatever the packing ran on: float32 sums keep their CPU
     order, so equal placements give equal bits on a GPU run too.
+
+    Args:
+        free: f32[P, T, M, R], the free capacity after packing.
+        capacity: f32[M, R].
+        placement: i32[P, T, N], each task's machine, -1 unplaced.
+        demand: f32[N, R].
+        slot: the standard slot per dimension.
+
+    Returns:
+        The Metrics, each field with leading axes [P, T].
     """
     cpu = jax.local_devices(backend="cpu")[0]
     args = jax.device_put((np.asarray(free, np.float32), np.asarray(capacity, np.float32),

@@ -1,4 +1,4 @@
-"""Sequential greedy packing as one batched JAX program (POLICIES.md, "The picker").
+"""Sequential greedy packing as one batched JAX program (docs/spec/POLICIES.md, "The picker").
 
 Every (policy row, trial) pair packs the same tasks in its trial's order onto its own
 copy of the cluster. One `lax.scan` step places task i for all P x T pairs at once:
@@ -10,8 +10,9 @@ feasibility is one comparison per dimension.
 Two pickers, as the spec defines them:
 - full scan: argmax over all feasible machines, ties to the lowest index, in plain
   reductions over 128-machine chunks (`first_best_chunked`, on scores computed in that
-  shape): a one-pass variadic argmax is several times slower on CPU. A policy that scores every feasible machine alike
-  (first_fit) takes the first feasible one in one reduction (`first_feasible`).
+  shape), which XLA:CPU runs faster than a one-pass variadic argmax. A policy that scores
+  every feasible machine alike (first_fit) takes the first feasible one in one reduction
+  (`first_feasible`).
 - sample_k = K: K machines drawn with replacement from the trial's stream, ties to the
   lowest machine index among them; when none is feasible, a full scan of that row (rows
   missing at a step are scanned one by one). Blocks first run without that fallback and
@@ -77,7 +78,7 @@ class PackConfig:
         return "random" in self.policies
 
 
-def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=None, chunked=False, *,
+def score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=None, chunked=False, *,
                 encoded: bool, caches=None):
     """Scores of every (row, trial) pair on its X machines: f32[P, T, X], or reduce(scores) of each policy's rows.
 
@@ -86,8 +87,8 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=
     chunked: the machine axis comes as two, X = C x CHUNK (free [P, T, R, C, CHUNK], inv
     [R, C, CHUNK], noise [T, C, CHUNK]), and so do the scores.
     `reduce(scores, policy)` applies to each policy's scores before they are joined, so that
-    XLA fuses it into their computation instead of writing all scores out (on CPU it then
-    reduces them in a separate pass, several times slower than the scoring itself).
+    XLA fuses it into their computation instead of writing all scores out (on CPU it would then
+    reduce them in a separate pass, which costs more than the scoring itself).
     encoded: free is `encode_free`'s (a packing state's); caches: each group's kept `Policy.cached`
     terms laid out as free, f32[P_g, T, E, X] (or None), as `machine_caches` gives them.
     """
@@ -115,20 +116,19 @@ def _score_rows(cfg, d, free, inv, genomes, noise, inv_axes, noise_axes, reduce=
 class RowsLast(NamedTuple):
     """What `_score_rows_last` takes per row, laid out with the rows last (contiguous): built from
     arrays transposed before the scan, since inside it XLA reads a transposed column strided
-    and the scoring loop then does not vectorize (a 32-genome, 2-trial packing 2.2x slower)."""
+    and the scoring loop then does not vectorize."""
 
     genomes: jax.Array  # f32[8, P]
     demand: tuple  # R x f32[T, P]: the step's demand of each (trial, row)
 
 
 def _score_rows_last(cfg, lanes: RowsLast, free, inv, noise, reduce):
-    """`_score_rows` with the rows as the minor axis: each policy's reduce(scores f32[T, X, P_g], policy).
+    """`score_rows` with the rows as the minor axis: each policy's reduce(scores f32[T, X, P_g], policy).
 
     free: R x f32[T, X, P]; inv: R x f32[T, X]; noise f32[T, X]; the rows' genomes and demands
-    in `lanes`. A sampled step gathers its drawn machines in this layout from the machine-major state;
-    scored there (a row's demand and genome are one vector across the rows), a 32-genome
-    sampled packing is 21% faster than with the draws moved to rows first, where the
-    gather's transpose runs element by element inside the scoring loop.
+    in `lanes`. A sampled step gathers its drawn machines in this layout from the machine-major state
+    and scores them there (a row's demand and genome are one vector across the rows): moving the
+    draws to rows first would run the gather's transpose element by element inside the scoring loop.
     """
     out = []
     for name, lo, hi in cfg.groups():
@@ -162,9 +162,8 @@ def to_pairs(x):
     """f32[..., R, X] as complex64[..., ceil(R / 2), X]: dimensions 2c and 2c + 1 in one element.
 
     On CPU the sampled picker keeps its state in this form, so that one 8-byte gather
-    fetches two dimensions of a machine (gathers are most of a sampled step there: 1.3x
-    faster in all). Complex addition is the float addition of each part, so placements
-    are bit-identical.
+    fetches two dimensions of a machine (gathers are most of a sampled step there).
+    Complex addition is the float addition of each part, so placements are bit-identical.
     """
     R = x.shape[-2]
     if R % 2:
@@ -189,8 +188,7 @@ def to_state(free, cfg: PackConfig):
     machine-major pairs complex64[T, C, Mp, P] (`to_pairs`, rows last).
 
     A sampled step gathers the K drawn machines of a trial for all P rows; with the rows
-    last, each draw is one contiguous slice of P elements instead of P scattered ones
-    (a 32-row sampled step: the gathers cost about half as much).
+    last, each draw is one contiguous slice of P elements instead of P scattered ones.
     """
     return jnp.transpose(to_pairs(free), (1, 2, 3, 0)) if uses_pairs(cfg) else free
 
@@ -205,15 +203,14 @@ def _full_scan(cfg, free, d, inv, genomes, nwords, step, none, caches=None):
 
     `_pick` of each policy's scores, before the policies are joined. The scores are computed
     in CHUNK-wide chunks, [P, T, C, CHUNK], the shape `first_best` reduces: computed flat and
-    reshaped, XLA fuses the reshape into the scoring and then splits or repeats it (4% more
-    time a step in a 37-row, 20-policy packing; more with one row).
+    reshaped, XLA fuses the reshape into the scoring and then splits or repeats it.
     """
     P, T, R, Mp = free.shape
     C = Mp // CHUNK  # Mp is a multiple of CHUNK (`pack` pads it)
     noise = _noise(cfg, nwords, step, jnp.broadcast_to(jnp.arange(Mp), (T, Mp)))
     if caches is not None:
         caches = tuple(None if c is None else c.reshape(*c.shape[:3], C, CHUNK) for c in caches)
-    return _score_rows(cfg, d, free.reshape(P, T, R, C, CHUNK), inv.reshape(R, C, CHUNK), genomes,
+    return score_rows(cfg, d, free.reshape(P, T, R, C, CHUNK), inv.reshape(R, C, CHUNK), genomes,
                        noise.reshape(T, C, CHUNK), (None, None), (None, 0),
                        lambda s, policy: _pick(policy, s, none, chunked=True), chunked=True, encoded=True,
                        caches=caches)
@@ -280,21 +277,21 @@ def _sampled(cfg, free, d, inv, genomes, idx, nwords, step, none, fallback, boun
         j = _score_rows_last(cfg, lanes, drawn, inv_s, noise,
                              lambda s, _: _lowest_best(s, idx[..., None], none, axis=1).T)
     else:
-        if paired:  # one row: a 1-D gather is faster than slices of one element (one genome: 4% a packing)
+        if paired:  # one row: a 1-D gather is cheaper than slices of one element
             free_s = pair_rows(_take(free.reshape(-1), trial_at)[None], R)  # R x [1, T, K]
         else:
             P, T = free.shape[:2]
             row = jnp.arange(P * T, dtype=jnp.int32).reshape(P, T, 1, 1) * (C * Mp)
             dims = lambda g: tuple(g[..., x, :] for x in range(R))
             free_s, inv_s = dims(_take(free.reshape(-1), row + at[None])), dims(_take(inv.reshape(-1), at))
-        j = _score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
+        j = score_rows(cfg, d, free_s, inv_s, genomes, noise, (None, 0), (None, 0),
                         lambda s, _: _lowest_best(s, idx[None], none), encoded=True)
     if not fallback:
         return j, rows
     missing = j == none
     if bound is not None:
         missing = missing & may_fit(bound, d)
-    # Most steps miss nothing: one test then skips the fallback's loops (one genome: 9% faster).
+    # Most steps miss nothing: one test then skips the fallback's loops.
     return when(jnp.any(missing), lambda c: _fallback(cfg, c[1], d, inv, genomes, nwords, step, none, missing, c[0]),
                 (j, rows))
 
@@ -379,7 +376,7 @@ def when(pred, fn, operand):
 
 STAIRS = 4  # thresholds per dimension of `fit_bound`'s staircase
 # Rows (P x T) from which a block uses the staircase: with fewer, a step is so short that
-# testing it costs more than the scans it saves (one genome: 9% slower with it, 32: 5% faster).
+# testing it costs more than the scans it saves.
 STAIR_MIN_ROWS = 8
 
 
@@ -412,7 +409,7 @@ def fit_bound(free, R: int, demand_blk, scale) -> FitBound:
     cuts = jnp.stack([q[None, :, :, x].transpose(0, 2, 1) * scale[..., None] for x in range(2)])  # [2, P, T, S]
     if jnp.iscomplexobj(free):
         # Machine-major [T, Mp, P] per dimension: the maxima run down the machine axis, P lanes at a
-        # time (a reduction along the contiguous axis is several times slower on CPU).
+        # time (on CPU a reduction along the contiguous axis is much slower).
         dims = (jnp.real(free[:, 0]), jnp.imag(free[:, 0]))
         lay = lambda c: jnp.transpose(c, (1, 2, 0))[:, :, None, :]  # [P, T, S] -> [T, S, 1, P]
         others = [jnp.max(jnp.where(dims[x][:, None] >= lay(cuts[x]), dims[1 - x][:, None], -jnp.inf), axis=2)
@@ -488,9 +485,8 @@ def first_best(s, none):
 
     Plain reductions in two levels over CHUNK-wide chunks (the chunk maxima in one pass,
     then the first chunk that holds the top score, then the first lane of that chunk that
-    does): 15% faster a 20-policy step than the top score and then the lowest position
-    holding it over all X (a second full pass), and a one-pass variadic argmax is several
-    times slower on CPU.
+    does): cheaper than the top score and then the lowest position holding it over all X
+    (a second full pass), and than a one-pass variadic argmax on CPU.
     """
     *lead, X = s.shape
     if X % CHUNK:
@@ -573,7 +569,7 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     bound = fit_bound(free, demand.shape[-1], d_blk, scale) if cfg.sample_k > 0 and fallback else None
 
     # The fallback scans single rows of the state, row-major. A machine-major state of several
-    # rows keeps them strided (reading one cost 3x as much as scoring it), so blocks with the
+    # rows keeps them strided (reading one costs more than scoring it), so blocks with the
     # fallback also keep it row-major: a transposed copy, updated at each placement. With one
     # row, the machine-major state is row-major already: the fallback gets a reshape of it.
     paired = jnp.iscomplexobj(free)
@@ -588,7 +584,7 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
 
     # The step's demands come in the carry, a step ahead, rather than as the scan's slice at the
     # step: fused into a rows-last scoring, that slice is reloaded at every element and the loop
-    # does not vectorize (a 32-genome sampled packing 3.4x slower).
+    # does not vectorize.
     # Full scan: the policies' `cached` terms of every machine, updated where a task lands.
     caches = machine_caches(cfg, free, inv) if cfg.sample_k == 0 else None
 
@@ -624,10 +620,9 @@ def _pack_block(free, inv, demand, order, start, num_tasks, num_machines, genome
     return free, j, jnp.any(missed)
 
 
-# A lax.cond that reads the carry makes XLA copy the whole carry every step (measured:
-# 41 us instead of 15 us a step at batch 32), so sampled blocks first run without the
-# fallback branch, from a kept copy of the state, and are redone with it only when
-# some draw found nothing feasible. The results are the same either way.
+# A lax.cond that reads the carry makes XLA copy the whole carry every step, so sampled
+# blocks first run without the fallback branch, from a kept copy of the state, and are
+# redone with it only when some draw found nothing feasible. The results are the same either way.
 _pack_block_fast = jax.jit(_pack_block, static_argnames=("cfg", "fallback"))
 _pack_block_donating = jax.jit(_pack_block, static_argnames=("cfg", "fallback"), donate_argnames=("free",))
 
@@ -704,7 +699,7 @@ def _placer(cfg, devices):
     """place(i, x): argument i of `_pack_block` (0: free) as `_run_block` takes it, on the
     devices it is split over (as a global array); unchanged on one device. Arguments that
     stay the same from block to block are placed once: passing single-device arrays to a
-    sharded program makes JAX copy them over at every call (0.15 s a 53-block packing)."""
+    sharded program makes JAX copy them over at every call."""
     if len(devices) < 2:
         return lambda i, x: x
     mesh = _mesh(devices)
@@ -722,8 +717,7 @@ def shard_devices(trials: int) -> tuple:
 
 
 # On a CPU, trials beyond what keeps the state this small run as sequential groups: the
-# scan then works out of cache instead of streaming the state from memory every step
-# (measured at 12,583 machines: batch 32 runs at twice the per-row rate of batch 256).
+# scan then works out of cache instead of streaming the state from memory every step.
 CPU_STATE_BUDGET = 4 << 20
 
 
@@ -822,7 +816,7 @@ def _block_size(cfg_block: int, num_tasks: int) -> int:
 def policy_shares(cfg: PackConfig) -> list[tuple[int, int]]:
     """Row ranges of whole policies, one per local device, when the rows hold at least as many
     policies as there are devices (one process); else []. Shares are balanced by cost: rows
-    times their policy's `cost` (the policies' full-scan steps differ up to 3x in time)."""
+    times their policy's `cost` (the policies' full-scan steps differ severalfold in time)."""
     devices = jax.local_devices()
     groups = cfg.groups()
     if jax.process_count() > 1 or len(devices) < 2 or len(groups) < len(devices):
@@ -854,11 +848,23 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
          variants: RowVariants | None = None, device=None) -> PackState:
     """Pack the workload for every policy row of `cfg` and every trial key.
 
-    keys: the T trial keys (rng.trial_keys); orders: optional i32[T, N] task orders
-    (default: each trial's shuffle); genomes: f32[P, 8] for `family` rows (default
-    alpha_evolve's point); variants: per-(row, trial) machine subsets, demand scales
-    and task counts. progress(done, total) is called after each block. device: run
-    on that one device only (default: spread over every device, see the module notes).
+    Args:
+        cluster: the machines.
+        workload: the tasks.
+        cfg: one policy per row, the picker, the slot.
+        keys: the T trial keys (`rng.trial_keys`).
+        genomes: f32[P, 8] for `family` rows (default alpha_evolve's point).
+        orders: i32[T, N] task orders (default: each trial's shuffle).
+        progress: progress(done, total) after each block of tasks.
+        variants: per-(row, trial) machine subsets, demand scales and task counts.
+        device: run on that one device only (default: spread over every device, see the
+            module notes).
+
+    Returns:
+        The PackState: free capacity f32[P, T, M, R] and placement i32[P, T, N] (-1 unplaced).
+
+    Raises:
+        InputError: genomes of the wrong shape or a negative sample_k.
     """
     P, T = len(cfg.policies), int(keys.shape[0])
     N = int(np.shape(workload.demand)[0])

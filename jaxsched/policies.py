@@ -1,4 +1,4 @@
-"""The placement policies of shared/spec/POLICIES.md as pure JAX scoring functions.
+"""The placement policies of docs/spec/POLICIES.md as pure JAX scoring functions.
 
 Each policy is a function of one machine's terms (demand, free, capacity and what
 the spec derives from them) returning a scalar score to maximize; `score_machines`
@@ -31,9 +31,8 @@ GENOME_SIZE = 8
 GENOME_NAMES = ("w0", "w1", "w2", "w3", "w4", "w5", "p1", "p2")
 ALPHA_EVOLVE_GENOME = (1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0)
 # The champion of `jaxsched evolve --config configs/evolve_google2011.toml` (20 generations x 64
-# genomes on the Google 2011 sample's peak snapshot; the run's record is results/evolve_google2011.json).
-# Demand-weighted placed fraction, sample_k=64: train 89.463% (alpha_evolve 88.233%), held-out
-# 88.258% (alpha_evolve 87.117%).
+# genomes on the Google 2011 sample's peak snapshot); the run's record, with its train and
+# held-out figures against alpha_evolve, is results/evolve_google2011.json (docs/tuning.md).
 EVO_SEARCH_GENOME = (0.7270955443382263, -1.0, 0.5532993674278259, 0.0, 0.25925490260124207,
                      0.5836607217788696, 0.335473895072937, 2.4551761150360107)
 _EVO_SEARCH = np.asarray(EVO_SEARCH_GENOME, np.float32)
@@ -148,8 +147,8 @@ def encode_free(free, inv_c):
 def feasible(d, f, inv_c=None):
     """Task fits: d_x <= f_x + 1e-6 everywhere, and never on a zero-capacity dimension it uses.
 
-    inv_c None: f is encoded (`encode_free`), where the first test covers the second (a step
-    of a 20-policy packing 14% faster than testing 1 / capacity at every machine)."""
+    inv_c None: f is encoded (`encode_free`), where the first test covers the second and no
+    1 / capacity is read."""
     if inv_c is None:
         return dall(dmap(lambda dx, fx: dx <= fx + FEASIBILITY_TOL, d, f))
     return dall(dmap(lambda dx, fx, ix: (dx <= fx + FEASIBILITY_TOL) & ((ix > 0) | (dx <= 0)), d, f, inv_c))
@@ -167,14 +166,14 @@ LN10 = np.float32(np.log(10.0))
 
 
 def _pow10(x):
-    """10^x as exp(x ln 10): XLA's general pow costs about five times as much on CPU."""
+    """10^x as exp(x ln 10), cheaper on CPU than XLA's general pow."""
     return jnp.exp(x * LN10)
 
 
 def _pow_exp(x, logx, p):
     """x^p from log x, exact at the integer points the spec names (alpha_evolve is p = 1).
 
-    exp(p log x) is several times cheaper than XLA's general pow on CPU, and x > 0 here.
+    exp(p log x) is cheaper than XLA's general pow on CPU, and x > 0 here.
     """
     return jnp.where(p == 1.0, x, jnp.where(p == 2.0, x * x, jnp.exp(p * logx)))
 
@@ -185,8 +184,7 @@ def family(t: Terms, g) -> jax.Array:
     Exact (the same float32 operations as the named policy) at p1 = 1, p1 = 2 and p2 = 1,
     so that alpha_evolve is an exact point of the family; at p2 = 2 (ae_pow's point)
     (b/a)^2 is exp(2 (log b - log a)), within float32 rounding of ae_pow's (b/a)(b/a): an exact
-    branch there would give b/a two uses, and XLA then splits the scoring into five
-    passes (a sampled 32-genome step 15% slower).
+    branch there would give b/a two uses, and XLA then splits the scoring into five passes.
     """
     a, b = t.a, t.b
     la, lb = jnp.log(a), jnp.log(b)  # a, b are clamped to [1e-4, 1e4]
@@ -258,8 +256,8 @@ class Policy(NamedTuple):
     score: Callable[[Terms, jax.Array], jax.Array]  # (terms, genome f32[8]) -> f32[]
     deterministic: bool = True
     uniform: bool = False  # every feasible machine scores the same (the pick is the lowest feasible index)
-    # CPU time of a full-scan step relative to best_fit (experiments/bench_policy_cost.py, the mean of two
-    # runs rounded; 1.0 where within the +-20% that the cheap policies' figures move from run to run)
+    # CPU time of a full-scan step relative to best_fit, as experiments/bench_policy_cost.py measures it
+    # (1.0 where within the cheap policies' run-to-run noise); it balances device shares (`policy_shares`)
     cost: float = 1.0
     # Terms of the score that depend on the machine alone: (f, ic) -> a tuple of arrays, which the
     # score reads as Terms.cached. A full-scan packing keeps them per machine and recomputes them
@@ -307,7 +305,7 @@ REGISTRY: dict[str, Policy] = dict([
 ])
 
 # The parameterized family itself, scored at each row's genome; not one of the 21.
-# (Its cost: 1.08 times what evo_search cost scored as the family, their ratio when last measured.)
+# (Its cost: scaled from evo_search's when scored in the family's form, the closest measured kin.)
 FAMILY = Policy("family", "parameterized", family, cost=7.1)
 
 
@@ -369,10 +367,19 @@ def score_terms(policy: Policy, d, f, ic, genome, noise, slot, encoded: bool = F
 
 
 def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None) -> jax.Array:
-    """Score one task on every machine, user layout: demand f32[R], free/capacity f32[M, R].
+    """Score one task on every machine, in the user layout.
 
-    Returns f32[M], -inf on infeasible machines. `genome` feeds `family`; `noise`
-    (f32[M] uniform) feeds `random`.
+    Args:
+        name: a registered policy, or "family".
+        demand: f32[R], the task's request.
+        free: f32[M, R], each machine's free capacity.
+        capacity: f32[M, R], each machine's capacity.
+        genome: f32[8], the `family` policy's w0..w5, p1, p2 (default alpha_evolve's point).
+        noise: f32[M] uniform draws, the `random` policy's scores.
+        slot: the standard slot per dimension (default 0.05 on CPU and memory).
+
+    Returns:
+        f32[M], the scores to maximize, -inf on infeasible machines.
     """
     demand = jnp.asarray(demand, jnp.float32)
     free_t = jnp.asarray(free, jnp.float32).T

@@ -201,6 +201,22 @@ def tune(train: Problem, heldout: Problem, start, steps: int = 20, learning_rate
     `sample_k`, same trials as `jaxsched evolve`); the best hard genome is returned
     with its held-out fitness. Powers are optimized in log space and kept in
     [POWER_MIN, POWER_MAX].
+
+    Args:
+        train: the snapshot the relaxation is differentiated on.
+        heldout: the snapshot the result is reported on.
+        start: f32[8], the genome to start from.
+        steps: optimizer steps.
+        learning_rate: Adam's learning rate.
+        trials: shuffled task orders.
+        seed: the trials' seed.
+        sample_k: the picker of the hard objective (0: full scan).
+        slot: the standard slot per dimension.
+        cfg: the relaxation's temperature, sharpness and block size.
+        on_step: on_step(s) after each step.
+
+    Returns:
+        The TuneResult: every step, and the best hard genome with its held-out fitness.
     """
     cfg.check()
     if steps < 0:

@@ -266,7 +266,18 @@ def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
 
 
 def build_report(paths: list[str]) -> str:
-    """The HTML page for these result files (JSON documents and utilization CSVs)."""
+    """The HTML page for these result files (JSON documents and utilization CSVs).
+
+    Args:
+        paths: result files of the commands (snapshot, event, evolve, tune, cvx JSON,
+            results/bench.json) and event utilization CSVs.
+
+    Returns:
+        One self-contained HTML page.
+
+    Raises:
+        InputError: a file that is not a jaxsched result, naming it.
+    """
     if not paths:
         raise InputError("no result files given")
     docs, csvs = [], {}

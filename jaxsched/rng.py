@@ -1,10 +1,10 @@
 """Random streams derived from (seed, experiment, trial), identical on any device count.
 
 Keys are JAX threefry keys. The per-placement draws (the K machines of `sample_k`
-and the `random` policy's scores) are too many for threefry on a CPU (about 12 ns a
-draw), so each trial's key yields two 32-bit words that seed a counter-based hash
-(three rounds of the `lowbias32` integer mixer) of (step, lane). A draw is a pure
-function of (seed, experiment, trial, step, lane): no state, no device dependence.
+and the `random` policy's scores) are too many for threefry on a CPU, so each trial's
+key yields two 32-bit words that seed a counter-based hash (three rounds of the
+`lowbias32` integer mixer) of (step, lane). A draw is a pure function of (seed,
+experiment, trial, step, lane): no state, no device dependence.
 """
 
 from __future__ import annotations
@@ -30,7 +30,16 @@ def experiment_id(experiment: str) -> int:
 
 
 def trial_keys(seed: int, experiment: str, trials: int) -> jax.Array:
-    """Keys for trials 0..trials-1 of `experiment` under `seed`: key[T]."""
+    """Keys for trials 0..trials-1 of `experiment` under `seed`.
+
+    Args:
+        seed: the run's seed.
+        experiment: a name that separates the streams of experiments ("snapshot", "event", ...).
+        trials: how many keys.
+
+    Returns:
+        key[T], threefry keys fold_in(fold_in(key(seed), crc32(experiment)), t).
+    """
     base = jax.random.fold_in(jax.random.key(seed), experiment_id(experiment))
     return jax.vmap(lambda t: jax.random.fold_in(base, t))(jnp.arange(trials, dtype=jnp.uint32))
 

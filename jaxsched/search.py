@@ -1,6 +1,6 @@
 """Many binary searches advanced together, several levels a round (a 2^depth-ary search).
 
-Compaction and inflation (POLICIES.md) are defined by binary search over a predicate
+Compaction and inflation (docs/spec/POLICIES.md) are defined by binary search over a predicate
 ("the workload still packs 100%"). A round evaluates, for every search at once, all
 the points the binary search could visit in its next `depth` steps, the 2^depth - 1
 nodes of its decision tree, in one batched call, then walks the tree with the

@@ -85,17 +85,45 @@ def summarize(values: np.ndarray) -> dict[str, float | list[float]]:
     }
 
 
-def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...], trials: int, seed: int,
-                 sample_k: int = 0, slot=None, genome=None,
-                 progress: Callable[[int, int], None] | None = None, compact: bool = False,
-                 inflate: str | None = None, search_depth: int = 1,
-                 search_progress: Callable[[str, int], None] | None = None) -> SnapshotResult:
-    """Pack `workload` on `cluster` with each policy over `trials` shuffled orders.
+@dataclasses.dataclass(frozen=True)
+class SnapshotConfig:
+    """A snapshot experiment: every policy packed over `trials` shuffled task orders.
 
-    compact: also compute compaction; inflate: also inflation in that mode ('scale' or
-    'clone'); search_depth: binary-search levels per batched round (2^depth - 1
-    candidates per search and round). search_progress(metric, round) after each round.
+    Trial t of every policy uses the same task order and random stream, the key of
+    (seed, "snapshot", t) (common random numbers).
     """
+
+    policies: tuple[str, ...]  # registered policies, and placement methods such as "cvxcluster"
+    trials: int = 5
+    seed: int = 1
+    sample_k: int = 0  # 0: full scan; K > 0: K machines drawn per placement, full scan if none fits
+    slot: tuple[float, ...] | None = None  # None: 0.05 on CPU and memory
+    genome: tuple[float, ...] | None = None  # w0..w5, p1, p2 of `family` rows (default alpha_evolve's point)
+    compact: bool = False  # also compute compaction
+    inflate: str | None = None  # also compute inflation in this mode: "scale" or "clone"
+    search_depth: int = 1  # binary-search levels per batched round (2^depth - 1 candidates per search)
+
+
+def run_snapshot(cluster: Cluster, workload: Workload, cfg: SnapshotConfig,
+                 progress: Callable[[int, int], None] | None = None,
+                 search_progress: Callable[[str, int], None] | None = None) -> SnapshotResult:
+    """Pack `workload` on `cluster` with each policy over shuffled trials, and measure the packings.
+
+    Args:
+        cluster: the machines.
+        workload: the tasks.
+        cfg: the experiment: policies, trials, seed, picker, searches.
+        progress: progress(done, total) of the packing.
+        search_progress: search_progress(metric, round) after each round of compaction or inflation.
+
+    Returns:
+        The SnapshotResult: metrics per (policy, trial), placements, and the searches' results.
+
+    Raises:
+        InputError: a malformed cluster or workload, or bad settings.
+    """
+    policies, trials, seed, sample_k = tuple(cfg.policies), cfg.trials, cfg.seed, cfg.sample_k
+    slot, genome, compact, inflate, search_depth = cfg.slot, cfg.genome, cfg.compact, cfg.inflate, cfg.search_depth
     validate(cluster, workload)
     if trials < 1:
         raise InputError(f"trials must be >= 1, got {trials}")
@@ -111,9 +139,9 @@ def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...]
     placement = np.zeros((len(policies), trials, N), np.int32)
     rows = [policies.index(p) for p in scoring]
     if scoring:
-        cfg = PackConfig(policies=scoring, sample_k=int(sample_k), slot=slot)
+        pack_cfg = PackConfig(policies=scoring, sample_k=int(sample_k), slot=slot)
         genomes = np.broadcast_to(g, (len(scoring), GENOME_SIZE))
-        state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
+        state = pack(cluster, workload, pack_cfg, keys, genomes=genomes, progress=progress)
         free[rows], placement[rows] = np.asarray(state.free), np.asarray(state.placement)
     for p, name in enumerate(policies):
         if name in PLACEMENT_METHODS:
@@ -125,16 +153,16 @@ def run_snapshot(cluster: Cluster, workload: Workload, policies: tuple[str, ...]
     searches = {}
     report = lambda name: None if search_progress is None else (lambda r: search_progress(name, r))
     if scoring and compact and inflate == "scale":  # one search: both metrics' candidates in each packing
-        comp, infl = compaction_and_inflation(cluster, workload, cfg, keys, genomes, metrics.placed[rows] == N,
+        comp, infl = compaction_and_inflation(cluster, workload, pack_cfg, keys, genomes, metrics.placed[rows] == N,
                                               search_depth, progress=report("compaction + inflation"))
         searches["compaction"] = _rows_of(comp, rows, len(policies))
         searches["inflation"] = _rows_of(infl, rows, len(policies))
     elif scoring and compact:
-        searches["compaction"] = _rows_of(compaction(cluster, workload, cfg, keys, genomes,
+        searches["compaction"] = _rows_of(compaction(cluster, workload, pack_cfg, keys, genomes,
                                                      metrics.placed[rows] == N, search_depth,
                                                      progress=report("compaction")), rows, len(policies))
     if scoring and inflate is not None and "inflation" not in searches:
-        searches["inflation"] = _rows_of(inflation(cluster, workload, cfg, keys, genomes, inflate, search_depth,
+        searches["inflation"] = _rows_of(inflation(cluster, workload, pack_cfg, keys, genomes, inflate, search_depth,
                                                    progress=report("inflation")), rows, len(policies))
     resources = tuple(cluster.resources)[:R] if len(cluster.resources) >= R else tuple(f"r{x}" for x in range(R))
     return SnapshotResult(policies=tuple(policies), resources=resources, metrics=metrics,

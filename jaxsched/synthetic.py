@@ -117,6 +117,17 @@ def _draw_workload(cluster: Cluster, rho: float, seed: int) -> Workload:
 
 
 def synthetic_instance(machines: int, rho: float, seed: int, event: bool = False) -> tuple[Cluster, Workload]:
-    """The synthetic cluster and its workload at load `rho` (offered load with `event`)."""
+    """The synthetic cluster and its workload at load `rho` (offered load with `event`).
+
+    Args:
+        machines: cluster size.
+        rho: snapshot load (the binding dimension's total demand over capacity), or with
+            `event` the offered load of a one-day arrival stream.
+        seed: everything is a function of it.
+        event: draw arrival times and durations for event mode.
+
+    Returns:
+        (cluster, workload).
+    """
     cluster = synthetic_cluster(machines, seed)
     return cluster, (synthetic_event_workload if event else synthetic_workload)(cluster, rho, seed)

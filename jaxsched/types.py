@@ -69,6 +69,10 @@ class Workload:
         index = np.asarray(index)
         return jax.tree_util.tree_map(lambda a: np.asarray(a)[index], self)
 
+    def tile(self, copies: int) -> "Workload":
+        """The tasks repeated `copies` times, one copy after the other, every field alike."""
+        return jax.tree_util.tree_map(lambda a: np.concatenate([np.asarray(a)] * copies), self)
+
 
 @_pytree(data_fields=["free", "placement"], meta_fields=[])
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Plain-Python reference of event mode (README "Event mode"): a heapq discrete-event loop.
+"""Plain-Python reference of event mode (docs/event.md): a heapq discrete-event loop.
 
 One policy and one trial at a time, float64 numpy for the scores (tests/reference.py),
 Python lists and a heap for the queue and the running tasks, and its own numpy reading

@@ -1,6 +1,6 @@
 """Plain-Python reference reading of the Google 2011 trace semantics (csv module, dicts).
 
-Written from the README's "Real traces" rules event by event, with no code shared with
+Written from the rules of docs/traces.md event by event, with no code shared with
 jaxsched.traces, so the tests compare two independent readings; the load benchmark
 times it as its baseline.
 """

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from jaxsched import cli
-from cli_runner import run as run_main
+from cli_runner import results_of, run as run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["snapshot", "--machines", "120", "--rho", "0.95", "--trials", "2", "--quiet"]
@@ -109,7 +109,7 @@ def _run_cli(tmp_path, name, env_extra, prefix=(), top=()):
            "--trials", "3", "--policy", SPLIT_POLICIES, "--sample-k", "6", "--seed", "5", "--json", str(path),
            "--quiet"]
     subprocess.run(cmd, env=env, check=True, timeout=600)
-    return path.read_bytes()
+    return results_of(path)
 
 
 def test_same_json_for_a_seed_on_one_and_two_devices_and_threads(tmp_path):
@@ -159,7 +159,7 @@ def test_two_processes_with_jax_distributed_give_the_same_json(tmp_path):
     other = subprocess.Popen(multi(1), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     first = subprocess.run(multi(0), env=env, capture_output=True, text=True, timeout=600)
     assert other.wait(timeout=600) == 0 and first.returncode == 0, first.stderr
-    assert (tmp_path / "multi0.json").read_bytes() == (tmp_path / "single.json").read_bytes()
+    assert results_of(tmp_path / "multi0.json") == results_of(tmp_path / "single.json")
     assert not (tmp_path / "multi1.json").exists()
 
 

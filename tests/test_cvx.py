@@ -174,6 +174,21 @@ def test_online_rounds_place_everything_at_light_load():
     assert np.all(np.diff(r.time_s) >= 60.0 - 1e-9) and r.rounds > 10
 
 
+def test_online_flags_the_rounds_that_compiled():
+    """A round whose padded size is new compiles its stages (flagged and left out of the timings);
+    the same rounds again, with the programs compiled, flag nothing."""
+    import jax
+
+    problem, workload = synthetic_problem(20, 0.5, 3, event=True)
+    problem = problem.tasks(np.arange(120))
+    run = lambda: run_online(problem, workload.arrival[:120], workload.duration[:120], round_s=600.0)
+    jax.clear_caches()
+    first, again = run(), run()
+    assert first.compiled[0] and first.compiled.sum() <= len(set(np.maximum(64, first.queue)))
+    assert again.rounds == first.rounds and not again.compiled.any()
+    assert again.summary()["compile_rounds"] == 0
+
+
 def test_bad_problems_are_refused():
     with pytest.raises(InputError, match="agree in R"):
         make_problem([[1, 1]], [[1, 1, 1]])

@@ -2,7 +2,6 @@
 
 import json
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ from hypothesis import strategies as st
 
 from jaxsched import event, rng
 from jaxsched.errors import InputError
-from jaxsched.eventstats import StepFunction, row_stats, utilization_series
+from jaxsched.event.stats import StepFunction, row_stats, utilization_series
 from jaxsched.types import Cluster, Workload
 
 import reference_event
@@ -90,25 +89,7 @@ def overloaded_case(seed, M=24, N=300, shapes=12):
                                   arrival=arrival, duration=g.integers(1, 300, N).astype(np.float64))
 
 
-@pytest.fixture
-def engine_knobs(monkeypatch):
-    """Set event-mode constants for one test; compiled programs read them, so caches are cleared around it."""
-    changed = []
-
-    def set_knobs(**knobs):
-        for name, value in knobs.items():
-            monkeypatch.setattr(event, name, value)
-            changed.append(name)
-        if changed:
-            jax.clear_caches()
-
-    yield set_knobs
-    monkeypatch.undo()
-    if changed:  # later tests must not reuse programs compiled with these knobs
-        jax.clear_caches()
-
-
-SMALL_LISTS = {"QUEUE_WINDOW": 2, "LIST_AHEAD": 1, "GROUP_BLOCKS": 1}
+SMALL_LISTS = {"queue_window": 2, "list_ahead": 1, "group_blocks": 1}
 
 
 @pytest.mark.parametrize("knobs,seed,sample_k,preempt", [
@@ -117,17 +98,16 @@ SMALL_LISTS = {"QUEUE_WINDOW": 2, "LIST_AHEAD": 1, "GROUP_BLOCKS": 1}
     # drain lists built a few entries at a time, one bitmap block per pass, windows of two tries
     (SMALL_LISTS, 3, 4, True),
     # the same, with the list found by reading the whole queue (more live classes than MAX_LIVE)
-    (dict(SMALL_LISTS, MAX_LIVE=1, PASS_CHUNK=64), 4, 4, False),
+    (dict(SMALL_LISTS, max_live=1, pass_chunk=64), 4, 4, False),
 ])
-def test_long_queue_matches_the_reference_engine(engine_knobs, knobs, seed, sample_k, preempt):
+def test_long_queue_matches_the_reference_engine(knobs, seed, sample_k, preempt):
     """Under overload the drain's certain failures are counted without draws (class
     certificates), and only the entries of classes that may fit are listed and tried: the runs
     are still exactly the reference's, which tries every entry with draws."""
-    engine_knobs(**knobs)
     names = ("first_fit", "best_fit")
     cluster, wl = overloaded_case(seed)
     keys = jnp.concatenate([rng.trial_keys(seed, "event", 1)] * len(names))
-    rep = event.replay(cluster, wl, event.EventConfig(names, sample_k=sample_k, preempt=preempt), keys)
+    rep = event.replay(cluster, wl, event.EventConfig(names, sample_k=sample_k, preempt=preempt, **knobs), keys)
     waited = rep.first_start > np.rint(np.asarray(wl.arrival) * 1000).astype(np.int64)
     assert waited.sum(axis=1).min() > 60  # the queue is long
     assert rep.drain_certain.min() > 5 * rep.drain_draws.max() > 0  # most drain tries need no draws
@@ -153,7 +133,7 @@ def test_rows_split_over_two_devices_match_one_device(monkeypatch):
     cfg = event.EventConfig(POLICIES, sample_k=3, preempt=True)
     seen = []
     split = event.replay(cluster, wl, cfg, keys, progress=lambda done, total: seen.append((done, total)))
-    monkeypatch.setattr(event, "device_groups", lambda policies: [(0, len(policies))])
+    monkeypatch.setattr(event.run, "device_groups", lambda policies: [(0, len(policies))])
     single = event.replay(cluster, wl, cfg, keys)
     for b in range(len(POLICIES)):
         np.testing.assert_array_equal(split.segments[b], single.segments[b])

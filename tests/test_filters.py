@@ -11,6 +11,7 @@ from jaxsched.errors import InputError
 from jaxsched.filters import Filters, alive_at, apply_filters, busiest_instant, snapshot_tasks
 from jaxsched.types import Workload
 
+from cli_runner import results_of
 from test_traces import ALIBABA, GOOGLE, needs_samples
 
 
@@ -62,7 +63,7 @@ def _snapshot_json(tmp_path, name, args, capsys):
     path = tmp_path / f"{name}.json"
     code = cli.main(["snapshot", *args, "--trials", "2", "--json", str(path), "--quiet"])
     assert code == 0, capsys.readouterr().err
-    return path.read_bytes()
+    return results_of(path)
 
 
 @needs_samples

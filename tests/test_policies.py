@@ -1,5 +1,7 @@
 """Every policy's JAX score against the float64 reference, and the spec's guards."""
 
+import os
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -132,3 +134,13 @@ def test_evo_search_ships_the_recorded_champion():
     assert record["command"].startswith("jaxsched evolve --trace-dir")
     assert record["champion"]["heldout"] > record["alpha_evolve"]["heldout"]
     assert record["champion"]["train"] > record["alpha_evolve"]["train"]
+
+
+def test_the_shipped_policy_spec_is_the_shared_one():
+    """docs/spec/POLICIES.md, the contract the code cites, is a copy of the spec the project was given."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shared = os.path.join(os.path.dirname(root), "shared", "spec", "POLICIES.md")
+    if not os.path.exists(shared):
+        pytest.skip("../shared/spec not present")
+    with open(os.path.join(root, "docs", "spec", "POLICIES.md")) as a, open(shared) as b:
+        assert a.read() == b.read()

@@ -32,7 +32,7 @@ def write_parts(folder, parts):
 MACHINES = [[0, 5, 0, "p", 0.5, 0.5], [0, 6, 0, "p", "", ""], [0, 8, 0, "q", 1, 1], [100, 7, 1, "p", "", ""],
             [1_000_000, 8, 1, "q", "", ""], [2_000_000, 8, 0, "q", 0.5, 0.25], [3_000_000, 6, 2, "p", 0.5, 0.5]]
 
-# Two part files; expected values below are worked out by hand from the README's rules.
+# Two part files; expected values below are worked out by hand from the rules of docs/traces.md.
 PARTS = [
     [
         task_row(0, 1, 0, 0, 0.1, 0.2, prio=9, cls=2, diff=1),

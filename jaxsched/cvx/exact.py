@@ -117,3 +117,9 @@ def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e
     bound = float(-getattr(res, "mip_dual_bound", res.fun))
     return MIPSolution(objective=obj, bound=max(bound, obj), optimal=res.status == 0, placement=placement,
                        seconds=seconds, status=res.message)
+
+
+def exact_summary(lp: LPSolution, mip: MIPSolution) -> dict:
+    """The exact references as JSON: the LP optimum, the MIP's best and bound, their times."""
+    return {"lp_objective": lp.objective, "lp_seconds": lp.seconds, "mip_objective": mip.objective,
+            "mip_bound": mip.bound, "mip_optimal": mip.optimal, "mip_seconds": mip.seconds, "mip_status": mip.status}

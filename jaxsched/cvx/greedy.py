@@ -60,7 +60,8 @@ class GreedyInputs(NamedTuple):
     limit: jax.Array  # i32[], tasks of one group per server
 
 
-def _pow2(n: int) -> int:
+def pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
     return 1 << max(0, n - 1).bit_length()
 
 
@@ -100,8 +101,8 @@ def greedy_inputs(problem: CvxProblem, shapes: Shapes, min_window: int = 1,
     size = group_sizes(problem)
     gstart = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
     S = int(size.sum())
-    window = max(_pow2(max(int(size.max(initial=0)), 1)), min_window)
-    slots = np.full(max(_pow2(S + window + 1), min_slots), -1, np.int32)
+    window = max(pow2(max(int(size.max(initial=0)), 1)), min_window)
+    slots = np.full(max(pow2(S + window + 1), min_slots), -1, np.int32)
     oh = np.argsort(hg, kind="stable")
     slots[gstart[hg[oh]] + _ranks(hg[oh])] = pos_of[hs[oh]]
     grouped = np.flatnonzero(tg >= 0)
@@ -138,6 +139,13 @@ def _shape_max(free, pos_shape, k):
 
 @functools.partial(jax.jit, static_argnames=("window",))
 def _place(lam, mu, pinp: PriceInputs, ginp: GreedyInputs, words, window: int):
+    """Stage 2 as one compiled scan over the tasks by net utility: (server i32[N] or -1, order i32[N]).
+
+    A task tries its allowed shapes in order of preference: SAMPLES draws among the shape's
+    servers, then a scan of the shape, skipped where the shape's exact bound or its record of
+    failed demands shows that the task cannot fit. (One function: the step and its helpers are
+    closures over the same inputs, and splitting them out would pass a dozen arrays around.)
+    """
     v = net_utility(lam, jnp.concatenate([mu, jnp.zeros((mu.shape[0], 1), mu.dtype)], axis=1), pinp)
     order = task_order(v)
     prefs, n_allowed = shape_order(v, ginp.share)

@@ -23,8 +23,8 @@ import numpy as np
 from ..errors import InputError
 from .. import rng
 from .allocate import EXPERIMENT
-from .greedy import _place, _pow2, group_sizes, place
-from .prices import PriceConfig, _descend, price_inputs, solve_prices
+from .greedy import group_sizes, place, pow2
+from .prices import PriceConfig, price_inputs, solve_prices
 from .problem import CvxProblem, aggregate
 
 MIN_BUCKET = 64
@@ -71,13 +71,28 @@ class OnlineResult:
         }
 
 
+# JAX reports every lowering of a program to MLIR (on a miss of its in-memory cache of compiled
+# programs, before any compilation or persistent-cache read) as this monitoring event.
+LOWERING_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+_lowerings = [0]
+_listening = []
+
+
+def _count(event: str, duration: float, **kwargs) -> None:
+    if event == LOWERING_EVENT:
+        _lowerings[0] += 1
+
+
 def _compiled_programs() -> int:
-    """How many programs the two stages have compiled so far (a round that adds one compiled)."""
-    return _descend._cache_size() + _place._cache_size()
+    """How many programs this process has lowered so far (a round that adds one compiled something)."""
+    if not _listening:
+        jax.monitoring.register_event_duration_secs_listener(_count)
+        _listening.append(True)
+    return _lowerings[0]
 
 
 def _bucket(n: int) -> int:
-    return max(MIN_BUCKET, _pow2(n))
+    return max(MIN_BUCKET, pow2(n))
 
 
 def _padded(problem: CvxProblem, queue: np.ndarray, size: int) -> CvxProblem:
@@ -93,10 +108,41 @@ def _padded(problem: CvxProblem, queue: np.ndarray, size: int) -> CvxProblem:
         group=np.concatenate([sub.group, np.full(extra, -1, np.int32)]))
 
 
+def _round(problem: CvxProblem, queue: np.ndarray, shapes, cfg: PriceConfig, warm, key, window: int,
+           min_slots: int):
+    """One round's allocation of the queue on the problem's free capacity: (server of each queued
+    task or -1, the prices to warm-start the next round, wall seconds, whether it compiled)."""
+    sub = _padded(problem, queue, _bucket(len(queue)))
+    compiles = _compiled_programs()
+    t0 = time.perf_counter()
+    prices = solve_prices(sub, shapes, cfg, warm)
+    placement, _ = place(sub, shapes, price_inputs(sub, shapes), prices.lam, prices.mu, key, window, min_slots)
+    seconds = time.perf_counter() - t0
+    return placement[:len(queue)], prices.theta, seconds, _compiled_programs() > compiles
+
+
 def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 1.0, round_s: float = 1.0,
                seed: int = 1, cfg: PriceConfig = PriceConfig(), max_rounds: int | None = None,
                progress: Callable[[int, int], None] | None = None) -> OnlineResult:
-    """Replay `problem`'s tasks arriving at `arrival` (seconds) for `duration` seconds in rounds."""
+    """Replay `problem`'s tasks arriving at `arrival` (seconds) for `duration` seconds in rounds.
+
+    Args:
+        problem: servers and tasks.
+        arrival: f64[N] arrival times in seconds (divided by `rate_multiplier`).
+        duration: f64[N] run times in seconds.
+        rate_multiplier: arrival-rate multiplier.
+        round_s: simulated seconds between rounds.
+        seed: the run's seed.
+        cfg: stage 1's settings.
+        max_rounds: stop after this many rounds (said in the result).
+        progress: progress(arrived, N) after each round.
+
+    Returns:
+        The OnlineResult: per-round queue, placements and times; why the run stopped.
+
+    Raises:
+        InputError: a non-positive multiplier or round, or arrays of the wrong length.
+    """
     if rate_multiplier <= 0 or round_s <= 0:
         raise InputError("rate_multiplier and round_s must be > 0")
     N = problem.num_tasks
@@ -109,8 +155,8 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
     # Every round's group members are among the whole problem's: size stage 2's group slots for
     # all of them once, so that only the task count changes the compiled shapes.
     sizes = group_sizes(problem)
-    window = _pow2(max(int(sizes.max(initial=0)), 1))
-    min_slots = _pow2(int(sizes.sum()) + window + 1)
+    window = pow2(max(int(sizes.max(initial=0)), 1))
+    min_slots = pow2(int(sizes.sum()) + window + 1)
     key = rng.trial_keys(seed, EXPERIMENT + "/online", 1)[0]
     free = problem.free.astype(np.float32).copy()
     held = {}  # running grouped task -> (group, server), kept as the problem's held pairs
@@ -138,17 +184,9 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
         if queue.size:
             pairs = np.asarray(list(held.values()), np.int32).reshape(-1, 2)
             now = dataclasses.replace(problem, free=free, held_group=pairs[:, 0], held_server=pairs[:, 1])
-            sub = _padded(now, queue, _bucket(len(queue)))
-            compiles = _compiled_programs()
-            t0 = time.perf_counter()
-            prices = solve_prices(sub, shapes, cfg, warm)
-            warm = prices.theta
-            rkey = jax.random.fold_in(key, len(rec_q))
-            placement, _ = place(sub, shapes, price_inputs(sub, shapes), prices.lam, prices.mu, rkey, window,
-                                 min_slots)
-            seconds = time.perf_counter() - t0
-            rec_c.append(_compiled_programs() > compiles)
-            placement = placement[:len(queue)]
+            placement, warm, seconds, compiled = _round(now, queue, shapes, cfg, warm,
+                                                        jax.random.fold_in(key, len(rec_q)), window, min_slots)
+            rec_c.append(compiled)
             ok = placement >= 0
             placed = queue[ok]
             server_of[placed] = placement[ok]

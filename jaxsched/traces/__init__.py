@@ -29,7 +29,24 @@ def detect_format(trace_dir: str) -> str:
 def load_trace(trace_dir: str, fmt: str = "auto", cache_dir: str | None = None, use_cache: bool = True,
                pods: str = "default", nodes: str = "all_node",
                progress: Callable[[int, int], None] | None = None) -> Trace:
-    """Load the trace under `trace_dir` in format `fmt` (or the one detected)."""
+    """Load the trace under `trace_dir` in format `fmt` (or the one detected).
+
+    Args:
+        trace_dir: a Google 2011 directory (task_events/, machine_events/) or an Alibaba GPU
+            v2023 one (openb_*.csv, in it or in csv/).
+        fmt: "google2011", "alibaba-gpu" or "auto" (detected from the files).
+        cache_dir: where a Google 2011 trace's parsed copy is cached (default: see docs/traces.md).
+        use_cache: read and write that cache.
+        pods: Alibaba GPU trace: the pod list openb_pod_list_<pods>.csv.
+        nodes: Alibaba GPU trace: the node list openb_node_list_<nodes>.csv.
+        progress: progress(parts done, parts) while parsing.
+
+    Returns:
+        The Trace: its cluster, every task as one workload, and what loading skipped and counted.
+
+    Raises:
+        InputError: a missing directory or file, or a malformed row, naming the file and line.
+    """
     fmt = detect_format(trace_dir) if fmt == "auto" else fmt
     if fmt == "google2011":
         return load_google2011(trace_dir, cache_dir=cache_dir, use_cache=use_cache, progress=progress)

@@ -1,6 +1,6 @@
 """The Alibaba GPU cluster trace v2023 ("openb", Weng et al., ATC'23) as a 3-D workload.
 
-Schema: shared/data/alibaba-gpu-v2023/SOURCE.md (CSV with a header; CPU in milli-cores,
+Schema: docs/traces.md (CSV with a header; CPU in milli-cores,
 memory in MiB, GPUs as a count or, for one-GPU pods, `gpu_milli` thousandths of one).
 Resources are (cpu, mem, gpu), each normalized so that the largest node has 1.0.
 
@@ -77,7 +77,19 @@ def _read(path: str, columns, required) -> pa.Table:
 
 
 def load_alibaba_gpu(trace_dir: str, pods: str = "default", nodes: str = "all_node") -> Trace:
-    """Load openb_node_list_<nodes>.csv and openb_pod_list_<pods>.csv under trace_dir."""
+    """Load openb_node_list_<nodes>.csv and openb_pod_list_<pods>.csv under trace_dir.
+
+    Args:
+        trace_dir: the directory holding the lists (in it or in csv/).
+        pods: the pod list's name (default, cpu050, gpushare40, multigpu20, ...).
+        nodes: the node list's name (all_node or gpu_node).
+
+    Returns:
+        The Trace, with resources (cpu, mem, gpu) normalized to the largest node.
+
+    Raises:
+        InputError: a missing file or column, or a malformed row, naming the file and line.
+    """
     if not os.path.isdir(trace_dir):
         raise InputError(f"trace directory {trace_dir}: no such directory")
     folder = csv_folder(trace_dir)

@@ -20,7 +20,7 @@ import pyarrow.csv as pv
 
 from ..errors import InputError
 
-try:  # ISA-L's inflate: about 2x zlib's, and a part's parse then runs on the inflated bytes
+try:  # ISA-L's inflate, faster than zlib's; a part's parse then runs on the inflated bytes
     from isal.igzip import decompress as _gunzip
     from isal.isal_zlib import error as _GzipError
 except ImportError:  # pragma: no cover - isal is a dependency; plain zlib still reads the same files
@@ -128,7 +128,7 @@ def _chunk_numpy(chunk: pa.Array) -> np.ndarray:
     """A null-free chunk as numpy: a view of its data buffer when the type is fixed-width."""
     dtype = _NUMPY_TYPES.get(chunk.type)
     if dtype is not None:
-        # Not chunk.to_numpy(): it imports pandas when pandas is installed (0.2 s).
+        # Not chunk.to_numpy(): it imports pandas when pandas is installed, a slow import.
         return np.frombuffer(chunk.buffers()[1], dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
     return chunk.to_numpy(zero_copy_only=False)
 

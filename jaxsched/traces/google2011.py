@@ -1,6 +1,6 @@
 """The Google 2011 cluster trace (clusterdata-2011-2): task_events and machine_events.
 
-Schema: shared/data/google2011/SOURCE.md (gzipped CSV part files, no header, times in
+Schema: docs/traces.md (gzipped CSV part files, no header, times in
 microseconds, resources normalized to the largest machine). The workload it yields,
 one task per (job ID, task index):
 
@@ -197,7 +197,7 @@ def _read_part(path: str, part_no: int):
     table = read_csv(path, TASK_COLUMNS, _TASK_READ)
     rows, counts = _encode_part(table, path, part_no)
     del table
-    return _reduce(rows), counts  # a part's own rows first: ~3x fewer, and sorted while in cache
+    return _reduce(rows), counts  # a part's own rows first: fewer to merge, and sorted while in cache
 
 
 # Cached task columns whose values repeat (requests, flags, job IDs); the times and task indices are stored plain.
@@ -339,7 +339,20 @@ def load_google2011(trace_dir: str, cache_dir: str | None = None, use_cache: boo
     """Load the task_events and machine_events part files under `trace_dir`.
 
     A parsed copy is cached as Parquet (see `traces.cache`) and read back on the next
-    load of the same files; progress(parts done, parts) is called while parsing.
+    load of the same files.
+
+    Args:
+        trace_dir: the directory holding task_events/ and machine_events/.
+        cache_dir: where the parsed copy is cached (default: see docs/traces.md).
+        use_cache: read and write that cache.
+        progress: progress(parts done, parts) while parsing.
+
+    Returns:
+        The Trace of the part files read.
+
+    Raises:
+        InputError: a missing directory or part file, a corrupt gzip or a malformed row,
+            naming the file and line.
     """
     if not os.path.isdir(trace_dir):
         raise InputError(f"trace directory {trace_dir}: no such directory")

@@ -1,6 +1,6 @@
 """The figures of an event replay, computed on the host in float64 from its run segments.
 
-Definitions (README "Event mode"):
+Definitions (docs/event.md):
 - replay span: from the first arrival to the last completion; steady-state window: from
   the first arrival + 10% of (last arrival - first arrival) to the last arrival (the
   whole span when every task arrives at once).
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
-from .event import PRODUCTION, band_of
+from ..errors import InputError
+from .inputs import PRODUCTION, band_of
 
 SERIES_CAP = 1_000_000  # rows per policy in a utilization CSV: a disk-filler backstop
 BAND_NAMES = ("free", "middle", "production")
