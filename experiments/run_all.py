@@ -3,11 +3,12 @@
 Each benchmark runs in its own process (with --quick if asked and the script has it),
 its output saved beside its JSON; then results/bench.json gets the hardware, the
 library versions and each benchmark's headline ratios against its goal, and
-results/bench.md a short markdown table (the README embeds it between the
-`<!-- bench:begin -->` and `<!-- bench:end -->` markers; --readme updates them). The
-same command runs unchanged on a GPU machine.
+results/bench.md a short markdown table. --docs writes that table and every
+benchmark's detail table (`perfdoc`, from results/*.json) into docs/performance.md,
+between its `<!-- perf:begin -->` and `<!-- perf:end -->` markers. The same command runs
+unchanged on a GPU machine.
 
-    python experiments/run_all.py [--quick] [--only cvx,sharding] [--timeout 3600] [--readme] [--collect]
+    python experiments/run_all.py [--quick] [--only cvx,sharding] [--timeout 3600] [--docs] [--collect]
 """
 
 from __future__ import annotations
@@ -122,13 +123,27 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_docs(path: str, table: str, results: str) -> None:
+    """The headline table and the detail tables of `results`, between the page's markers."""
+    from perfdoc import detail_tables
+
+    text = open(path).read()
+    if "<!-- perf:begin -->" not in text:
+        raise SystemExit(f"run_all: {path} has no <!-- perf:begin --> marker")
+    body = "## Headlines\n\n" + table + "\n" + detail_tables(results)
+    new = re.sub(r"(<!-- perf:begin -->\n).*?(<!-- perf:end -->)", lambda m: m.group(1) + body + m.group(2), text,
+                 flags=re.S)
+    with open(path, "w") as f:
+        f.write(new)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="pass --quick to every benchmark that has it")
     ap.add_argument("--only", default=None, help="comma-separated benchmark names (bench_NAME.py)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark")
     ap.add_argument("--results", default=os.path.join(ROOT, "results"))
-    ap.add_argument("--readme", action="store_true", help="embed the table in README.md")
+    ap.add_argument("--docs", action="store_true", help="write the tables into docs/performance.md")
     ap.add_argument("--collect", action="store_true", help="run nothing: collect the JSONs the benchmarks "
                     "already wrote under --results (each entry says so, with its file's date)")
     args = ap.parse_args()
@@ -191,15 +206,8 @@ def main() -> None:
     with open(os.path.join(args.results, f"bench{suffix}.md"), "w") as f:
         f.write(table)
     print(table)
-    if args.readme:
-        path = os.path.join(ROOT, "README.md")
-        text = open(path).read()
-        new = re.sub(r"(<!-- bench:begin -->\n).*?(<!-- bench:end -->)", lambda m: m.group(1) + table + m.group(2),
-                     text, flags=re.S)
-        if new == text and "<!-- bench:begin -->" not in text:
-            raise SystemExit("run_all: README.md has no <!-- bench:begin --> marker")
-        with open(path, "w") as f:
-            f.write(new)
+    if args.docs:
+        write_docs(os.path.join(ROOT, "docs", "performance.md"), table, args.results)
     failed = [n for n, b in doc["benchmarks"].items() if b["rc"] != 0]
     if failed:
         raise SystemExit(f"run_all: {len(failed)} benchmark(s) failed: {', '.join(failed)}")
