@@ -87,7 +87,13 @@ def _policy_cost(d):
     return [(f"costliest full-scan step vs best_fit ({top})", rel[top], None)]
 
 
-HEADLINES = {"snapshot": _snapshot, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
+def _gpushare(d):
+    return [("FGD paper's 60 runs vs its simulator's stated cost (60 x 10 min)", d["ratio_vs_stated_reference"],
+             600.0), ("largest distance to a published allocation ratio, points (goal: at most 0.5)",
+                      max(abs(v) for v in d["diff_pp"].values()), None)]
+
+
+HEADLINES = {"snapshot": _snapshot, "gpushare": _gpushare, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
              "event": _event, "cvx": _cvx, "sharding": _sharding, "policy_cost": _policy_cost}
 
 

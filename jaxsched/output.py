@@ -55,12 +55,19 @@ def write_text_atomic(path: str, text: str) -> None:
     _write_atomic(path, os.path.splitext(path)[1] or ".txt", lambda f: f.write(text))
 
 
+def _cell(v) -> str:
+    """A CSV cell: numbers in 6 significant digits, text as it is (quoted where it holds a comma)."""
+    if isinstance(v, str):
+        return f'"{v}"' if "," in v else v
+    return f"{v:.6g}"
+
+
 def write_csv_atomic(path: str, header: list[str], rows) -> None:
-    """Write a numeric table as CSV to a temporary file beside `path`, then rename it into place."""
+    """Write a table (numbers and text) as CSV to a temporary file beside `path`, then rename it into place."""
     def write(f):
         f.write(",".join(header) + "\n")
         for row in rows:
-            f.write(",".join(f"{v:.6g}" for v in row) + "\n")
+            f.write(",".join(_cell(v) for v in row) + "\n")
 
     _write_atomic(path, ".csv", write)
 

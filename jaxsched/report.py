@@ -1,6 +1,6 @@
 """A self-contained HTML report of jaxsched results: tables sortable by metric, SVG plots.
 
-Reads the JSON documents the commands write (snapshot, event, evolve, tune, cvx) and the
+Reads the JSON documents the commands write (snapshot, event, evolve, tune, cvx, gpushare) and the
 benchmark suite's results/bench.json, plus event mode's utilization CSVs
 (PREFIX_<policy>.csv). Plots are inline SVG and the page's only script (sorting, an
 error log) is inline, so the page needs no network when viewed.
@@ -28,6 +28,9 @@ DEFINITIONS = {
     "never": "event mode: tasks still pending when the replay ends",
     "pend_mean": "event mode: time-weighted mean of arrived tasks neither running nor finished",
     "objective": "CvxCluster: sum of priority weights u_i over placed tasks (1 free, 2 batch, 4 production)",
+    "gpu_alloc": "GPU sharing: allocated milli-GPU / all milli-GPU, at each arrived GPU demand (% of capacity)",
+    "gpu_frag": "GPU sharing: idle milli-GPU that the typical pods cannot use (FGD's fragmentation), % of capacity",
+    "gpu_frag_ratio": "GPU sharing: fragmentation / idle milli-GPU, %",
 }
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
@@ -95,10 +98,16 @@ def table(head: list[str], rows: list[list[tuple[str, float | None]]]) -> str:
 
 
 def line_chart(series: dict[str, tuple[list[float], list[float]]], title: str, xlabel: str, ylabel: str,
-               logx: bool = False, width: int = 560, height: int = 300) -> str:
-    """An SVG line chart of named (x, y) series with axes, ticks and a legend."""
+               logx: bool = False, width: int = 560, height: int = 300,
+               bands: dict[str, tuple[list[float], list[float], list[float]]] | None = None) -> str:
+    """An SVG line chart of named (x, y) series with axes, ticks and a legend; `bands` gives a series
+    a shaded (x, low, high) band in its color."""
+    bands = bands or {}
+    finite = lambda *v: all(u is not None and math.isfinite(u) for u in v)
     pts = [(x, y) for xs, ys in series.values() for x, y in zip(xs, ys)
-           if math.isfinite(x) and math.isfinite(y) and (x > 0 or not logx)]
+           if finite(x, y) and (x > 0 or not logx)]
+    pts += [(x, y) for xs, lo, hi in bands.values() for x, a, b in zip(xs, lo, hi) if finite(x, a, b)
+            for y in (a, b)]
     if not pts:
         return f"<p>{_esc(title)}: no data</p>"
     tx = (lambda x: math.log10(x)) if logx else (lambda x: x)
@@ -125,8 +134,14 @@ def line_chart(series: dict[str, tuple[list[float], list[float]]], title: str, x
                f'transform="rotate(-90 12 {(T + height - B) / 2})">{_esc(ylabel)}</text>')
     for n, (name, (xs, ys)) in enumerate(series.items()):
         color = PALETTE[n % len(PALETTE)]
+        if name in bands:
+            bx, lo, hi = bands[name]
+            keep = [(x, a, b) for x, a, b in zip(bx, lo, hi) if finite(x, a, b)]
+            ring = [(sx(x), sy(b)) for x, _, b in keep] + [(sx(x), sy(a)) for x, a, _ in reversed(keep)]
+            out.append(f'<polygon fill="{color}" fill-opacity="0.15" stroke="none" points="'
+                       + " ".join(f"{x:.1f},{y:.1f}" for x, y in ring) + '"/>')
         p = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys)
-                     if math.isfinite(x) and math.isfinite(y) and (x > 0 or not logx))
+                     if finite(x, y) and (x > 0 or not logx))
         out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{p}"/>')
         out.append(f'<text x="{width - R + 8}" y="{T + 14 * n + 10}" font-size="11" fill="{color}">{_esc(name)}</text>')
     return "\n".join(out) + "</svg>"
@@ -237,6 +252,27 @@ def _cvx(doc, name) -> str:
     return "\n".join(out)
 
 
+def _gpushare(doc, name) -> str:
+    pol = doc["policies"]
+    xs = doc.get("arrived_percent", list(range(131)))
+    w = doc.get("workload", {})
+    out = [f"<h2>GPU sharing: {_esc(name)}</h2>",
+           f"<p>pod list {_esc(w.get('pod_list'))}, {_esc(w.get('nodes'))} nodes, {_esc(w.get('gpus'))} GPUs; "
+           f"mean over seeds, band from min to max</p>"]
+    mean = lambda v: sum(x for x in v if x is not None) / max(1, sum(x is not None for x in v))
+    rows = [[(p, None)] + [(_num(mean(e[c]["at_100"])), mean(e[c]["at_100"])) for c in ("alloc", "frag", "frag_ratio")]
+            + [(str(len(e["seeds"])), len(e["seeds"]))] for p, e in pol.items()]
+    out.append(table(["policy", "alloc % @100", "frag % @100", "frag ratio @100", "seeds"], rows))
+    for curve, label in (("alloc", "GPU allocation ratio (%)"), ("frag", "fragmentation (% of GPU capacity)"),
+                         ("frag_ratio", "fragmented share of idle GPUs (%)")):
+        series = {p: (xs, e[curve]["mean"]) for p, e in pol.items()}
+        bands = {p: (xs, e[curve]["min"], e[curve]["max"]) for p, e in pol.items() if len(e["seeds"]) > 1}
+        out.append(line_chart(series, f"{label} against arrived workload", "arrived GPU demand (% of capacity)",
+                              label, bands=bands))
+    out.append(_definitions(["gpu_alloc", "gpu_frag", "gpu_frag_ratio"]))
+    return "\n".join(out)
+
+
 def _bench(doc, name) -> str:
     rows = []
     for b, entry in doc["benchmarks"].items():
@@ -305,6 +341,8 @@ def build_report(paths: list[str]) -> str:
             sections.append(_evolve(doc, name))
         elif kind == "cvx":
             sections.append(_cvx(doc, name))
+        elif kind == "gpushare":
+            sections.append(_gpushare(doc, name))
         elif isinstance(doc, dict) and "benchmarks" in doc:
             sections.append(_bench(doc, name))
         else:

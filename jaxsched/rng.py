@@ -22,6 +22,7 @@ STREAM_MACHINES = 3  # compaction's random machine order
 STREAM_CLONE_ORDER = 4  # the task order of clone-mode inflation
 STREAM_CVX_SAMPLE = 5  # CvxCluster's random servers of a shape
 STREAM_CVX_SCAN = 6  # CvxCluster's uniform pick among all feasible servers of a shape
+STREAM_GPUSHARE = 7  # the Random policy's node and GPU draws in GPU-sharing runs
 
 
 def experiment_id(experiment: str) -> int:

@@ -14,19 +14,20 @@ import argparse
 import sys
 
 from ..errors import InputError
-from . import cvx, event, evolve, policies, report, snapshot, tune
+from . import cvx, event, evolve, gpushare, policies, report, snapshot, tune
 from .common import add_options
 from .config import UsageError, load_config, resolve, tomllib
 
 EXIT_USAGE = 2
-COMMANDS = {"snapshot": snapshot, "evolve": evolve, "tune": tune, "event": event, "cvx": cvx, "report": report,
-            "policies": policies}
+COMMANDS = {"snapshot": snapshot, "evolve": evolve, "tune": tune, "event": event, "cvx": cvx, "gpushare": gpushare,
+            "report": report, "policies": policies}
 # Each command's flags (tests and docs list them).
 SNAPSHOT_OPTIONS = snapshot.OPTIONS
 EVOLVE_OPTIONS = evolve.OPTIONS
 TUNE_OPTIONS = tune.OPTIONS
 EVENT_OPTIONS = event.OPTIONS
 CVX_OPTIONS = cvx.OPTIONS
+GPUSHARE_OPTIONS = gpushare.OPTIONS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,5 +113,6 @@ def main(argv: list[str] | None = None) -> int:
         return 141
 
 
-__all__ = ["CVX_OPTIONS", "EVENT_OPTIONS", "EVOLVE_OPTIONS", "SNAPSHOT_OPTIONS", "TUNE_OPTIONS", "UsageError",
+__all__ = ["CVX_OPTIONS", "EVENT_OPTIONS", "EVOLVE_OPTIONS", "GPUSHARE_OPTIONS", "SNAPSHOT_OPTIONS", "TUNE_OPTIONS",
+           "UsageError",
            "build_parser", "load_config", "main", "resolve", "tomllib"]

@@ -127,6 +127,12 @@ def policies_and_genome(s: dict[str, Any], command: str) -> tuple[str, ...]:
     try:
         policies = policy_names(rest) if rest or not methods else ()
     except KeyError as e:
+        from ..gpushare import PAPER_POLICIES
+
+        shared = [p for p in parts if p in PAPER_POLICIES]
+        if shared:
+            raise UsageError(f"--policy: {shared[0]} is a policy of the per-GPU sharing model: run it with "
+                             f"`jaxsched gpushare --trace-dir DIR --policy {shared[0]}`") from None
         raise UsageError(f"--policy: {e.args[0]}") from None
     if s["genome"] is not None and len(s["genome"]) != len(GENOME_NAMES):
         raise UsageError(f"--genome: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "

@@ -61,7 +61,8 @@ def _header(path: str) -> list[str]:
         return f.readline().strip().split(",")
 
 
-def _read(path: str, columns, required) -> pa.Table:
+def read_list(path: str, columns, required) -> pa.Table:
+    """One openb list: the columns present of `columns`, `required` ones mandatory, numbers >= 0."""
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
     present = [c for c in columns if c.name in _header(path)]
@@ -95,14 +96,14 @@ def load_alibaba_gpu(trace_dir: str, pods: str = "default", nodes: str = "all_no
     folder = csv_folder(trace_dir)
     node_path = os.path.join(folder, f"openb_node_list_{nodes}.csv")
     pod_path = os.path.join(folder, f"openb_pod_list_{pods}.csv")
-    n = _read(node_path, NODE_COLUMNS, ("sn", "cpu_milli", "memory_mib"))
+    n = read_list(node_path, NODE_COLUMNS, ("sn", "cpu_milli", "memory_mib"))
     cap = np.stack([numpy_column(n, "cpu_milli"), numpy_column(n, "memory_mib"),
                     numpy_column(n, "gpu", 0.0) if "gpu" in n.column_names else np.zeros(n.num_rows)], 1)
     if cap.shape[0] == 0:
         raise InputError(f"{node_path}: no nodes")
     scale = cap.max(axis=0)
     scale[scale == 0] = 1.0
-    p = _read(pod_path, POD_COLUMNS, ("name", "cpu_milli", "memory_mib", "num_gpu"))
+    p = read_list(pod_path, POD_COLUMNS, ("name", "cpu_milli", "memory_mib", "num_gpu"))
     num_gpu = numpy_column(p, "num_gpu")
     gpu_milli = numpy_column(p, "gpu_milli") if "gpu_milli" in p.column_names else np.full(p.num_rows, np.nan)
     gpu = np.where((num_gpu == 1) & ~np.isnan(gpu_milli), gpu_milli / 1000.0, num_gpu)
