@@ -170,10 +170,22 @@ def gpushare(d: dict, src: str) -> list[str]:
         ["policy", "allocation at 100% (mean of seeds)", "published", "difference, points"], rows)
 
 
+def user_policy(d: dict, src: str) -> list[str]:
+    rows = [[mode, f"{m['median_s']['best_fit']:.3f} s", f"{m['median_s']['user_best_fit']:.3f} s",
+             f"{m['user_over_builtin']:.3f}", "yes" if m["identical_placements"] else "NO"]
+            for mode, m in d["modes"].items()]
+    w = d["workload"]
+    return [f"### A user policy against the built-in (`{src}`)", "",
+            f"`t.u[0] + t.u[1]` registered with `jaxsched.policy` against best_fit, synthetic {w['machines']:,} "
+            f"machines, {w['tasks']:,} tasks, batch {w['batch']}, medians, side by side in one run (goal: at most "
+            f"1.10). {_hw(d)}.", ""] + _table(["mode", "best_fit", "user policy", "user / built-in",
+                                               "identical placements"], rows)
+
+
 SECTIONS = (("bench_snapshot.json", snapshot), ("bench_trace_load.json", trace_load),
             ("bench_compaction.json", compaction), ("bench_evolve.json", evolve), ("bench_event.json", event),
             ("bench_cvx.json", cvx), ("bench_sharding.json", sharding), ("bench_policy_cost.json", policy_cost),
-            ("bench_gpushare.json", gpushare), ("relaxation_sweep.json", relaxation))
+            ("bench_gpushare.json", gpushare), ("bench_user_policy.json", user_policy), ("relaxation_sweep.json", relaxation))
 GPU_DIR = "gpu_h200"
 
 

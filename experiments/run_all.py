@@ -93,7 +93,12 @@ def _gpushare(d):
                       max(abs(v) for v in d["diff_pp"].values()), None)]
 
 
-HEADLINES = {"snapshot": _snapshot, "gpushare": _gpushare, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
+def _user_policy(d):
+    return [(f"user policy of best_fit's formula / built-in, {mode} (time ratio; goal: at most 1.10)", m["user_over_builtin"],
+             None) for mode, m in d["modes"].items()]
+
+
+HEADLINES = {"snapshot": _snapshot, "gpushare": _gpushare, "user_policy": _user_policy, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
              "event": _event, "cvx": _cvx, "sharding": _sharding, "policy_cost": _policy_cost}
 
 

@@ -12,8 +12,9 @@ from .traces import Trace, load_alibaba_gpu, load_google2011, load_trace
 from .filters import Filters, alive_at, apply_filters, busiest_instant, snapshot_tasks
 
 # Policies and the batched packing
-from .policies import (ALPHA_EVOLVE_GENOME, FAMILY, GENOME_NAMES, REGISTRY, Policy, get_policy, policy_names,
-                       score)
+from .policies import (ALPHA_EVOLVE_GENOME, FAMILY, GENOME_NAMES, REGISTRY, Policy, Terms, get_policy,
+                       policy_names, score)
+from .user_policies import check_policy, load_policy_file, policy, with_params
 from .packing import PackConfig, pack
 from .rng import trial_keys, trial_orders
 
@@ -32,8 +33,9 @@ __all__ = [
     "load_trace", "snapshot_tasks", "synthetic_cluster", "synthetic_event_workload", "synthetic_instance",
     "synthetic_workload",
     # policies and packing
-    "ALPHA_EVOLVE_GENOME", "FAMILY", "GENOME_NAMES", "PackConfig", "Policy", "REGISTRY", "get_policy", "pack",
-    "policy_names", "score", "trial_keys", "trial_orders",
+    "ALPHA_EVOLVE_GENOME", "FAMILY", "GENOME_NAMES", "PackConfig", "Policy", "REGISTRY", "Terms", "check_policy",
+    "get_policy", "load_policy_file", "pack", "policy", "policy_names", "score", "trial_keys", "trial_orders",
+    "with_params",
     # experiments
     "EventConfig", "EventResult", "EventRunConfig", "Metrics", "Replay", "SnapshotConfig", "SnapshotResult",
     "build_report", "cluster_metrics", "cvx", "replay", "run_event", "run_snapshot", "snapshot_metrics",

@@ -47,8 +47,8 @@ from .errors import InputError
 
 from . import rng
 from .devices import SlowestShare, on_devices
-from .policies import (ALPHA_EVOLVE_GENOME, FEASIBILITY_TOL, GENOME_SIZE, ZERO_CAPACITY_FREE, encode_free, feasible,
-                       get_policy, safe_inverse, score_machines, score_terms, slot_vector)
+from .policies import (FEASIBILITY_TOL, ZERO_CAPACITY_FREE, encode_free, feasible, genome_width, get_policy,
+                       row_genomes, safe_inverse, score_machines, score_terms, slot_vector)
 from .types import Cluster, PackState, Workload
 
 CHUNK = 128
@@ -869,10 +869,10 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     P, T = len(cfg.policies), int(keys.shape[0])
     N = int(np.shape(workload.demand)[0])
     if genomes is None:
-        genomes = np.broadcast_to(np.asarray(ALPHA_EVOLVE_GENOME, np.float32), (P, GENOME_SIZE))
+        genomes = row_genomes(cfg.policies)
     genomes = np.asarray(genomes, np.float32)
-    if genomes.shape != (P, GENOME_SIZE):
-        raise InputError(f"genomes must have shape ({P}, {GENOME_SIZE}), got {genomes.shape}")
+    if genomes.shape != (P, genome_width(cfg.policies)):
+        raise InputError(f"genomes must have shape ({P}, {genome_width(cfg.policies)}), got {genomes.shape}")
     orders = np.asarray(rng.trial_orders(keys, N) if orders is None else orders, np.int32)
     shares = (policy_shares(cfg) or genome_shares(cfg, T)) if device is None else []
     if len(shares) > 1:

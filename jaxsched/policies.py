@@ -264,6 +264,11 @@ class Policy(NamedTuple):
     # only where a task lands (the same operations, so the same values); elsewhere Terms.cached is
     # empty and the score computes what it needs itself.
     cached: Callable | None = None
+    # A parameterized policy's parameters, flattened: default values, names and (low, high) bounds.
+    # Its rows read them from the first len(params) entries of their genome.
+    params: tuple = ()
+    param_names: tuple = ()
+    bounds: tuple = ()
 
 
 def _policy(name, family_name, fn, deterministic=True, uniform=False, cost=1.0, cached=None):
@@ -309,13 +314,40 @@ REGISTRY: dict[str, Policy] = dict([
 FAMILY = Policy("family", "parameterized", family, cost=7.1)
 
 
+# Policies registered by users (`jaxsched.policy`), beside the 21 and not part of 'all'.
+USER_POLICIES: dict[str, Policy] = {}
+
+
 def get_policy(name: str) -> Policy:
-    """The policy registered under `name` (or the parameterized `family`)."""
+    """The policy registered under `name`: one of the 21, the parameterized `family`, or a user's."""
     if name == FAMILY.name:
         return FAMILY
-    if name not in REGISTRY:
-        raise KeyError(f"unknown policy {name!r}; known: {', '.join(list(REGISTRY) + [FAMILY.name])}")
-    return REGISTRY[name]
+    if name in REGISTRY:
+        return REGISTRY[name]
+    if name in USER_POLICIES:
+        return USER_POLICIES[name]
+    known = list(REGISTRY) + [FAMILY.name] + list(USER_POLICIES)
+    raise KeyError(f"unknown policy {name!r}; known: {', '.join(known)}")
+
+
+def genome_width(names) -> int:
+    """Entries of a row's genome for these policies: the family's 8, or a user policy's parameter
+    count where larger."""
+    return max([GENOME_SIZE] + [len(get_policy(n).params) for n in names])
+
+
+def row_genomes(names, genome=None) -> np.ndarray:
+    """f32[len(names), genome_width(names)]: each row's genome, `genome` (default alpha_evolve's
+    point) for the family and the policies that read none, a user policy's own parameters for its."""
+    width = genome_width(names)
+    g = np.asarray(ALPHA_EVOLVE_GENOME if genome is None else genome, np.float32)
+    out = np.zeros((len(names), width), np.float32)
+    out[:, :g.shape[0]] = g
+    for i, name in enumerate(names):
+        params = get_policy(name).params
+        if params:
+            out[i, :len(params)] = params
+    return out
 
 
 # Placement methods usable in place of a policy in `jaxsched snapshot` (not scoring functions, not in 'all').

@@ -19,7 +19,8 @@ from . import rng
 from .compaction import SearchResult, compaction, compaction_and_inflation, inflation
 from .metrics import Metrics, snapshot_metrics
 from .packing import PackConfig, pack
-from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, PLACEMENT_METHODS, slot_vector
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, PLACEMENT_METHODS, row_genomes, slot_vector
+from .user_policies import check_policies
 from .types import Cluster, Workload, validate
 
 EXPERIMENT = "snapshot"
@@ -140,7 +141,8 @@ def run_snapshot(cluster: Cluster, workload: Workload, cfg: SnapshotConfig,
     rows = [policies.index(p) for p in scoring]
     if scoring:
         pack_cfg = PackConfig(policies=scoring, sample_k=int(sample_k), slot=slot)
-        genomes = np.broadcast_to(g, (len(scoring), GENOME_SIZE))
+        check_policies(scoring, cluster, workload, slot)
+        genomes = row_genomes(scoring, g)
         state = pack(cluster, workload, pack_cfg, keys, genomes=genomes, progress=progress)
         free[rows], placement[rows] = np.asarray(state.free), np.asarray(state.placement)
     for p, name in enumerate(policies):

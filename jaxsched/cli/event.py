@@ -10,7 +10,7 @@ import numpy as np
 from .common import check_sources, check_writable, describe_devices, envelope, printer, settings_doc, \
     write_result
 from .config import UsageError, resolve
-from .options import GENOME, JSON, MACHINES, POLICY, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, \
+from .options import GENOME, JSON, MACHINES, POLICY, POLICY_FILE, POLICY_PARAMS, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, \
     flag, path, positive_float, positive_int
 from .workloads import policies_and_genome, replay_workload
 
@@ -21,6 +21,7 @@ OPTIONS = (
     TRIALS.but(default=1, help="replays per policy, each with its own random draws (common random numbers "
                "across policies)"),
     POLICY.but(default="best_fit,alpha_evolve", help="comma-separated policies, or 'all'"),
+    POLICY_FILE, POLICY_PARAMS,
     SAMPLE_K.but(default=64, help="score K machines drawn at random per try; an arrival whose draws all miss gets "
                  "a full scan, a retry from the queue does not (0: always full scan)"),
     Option("preempt", flag, False, "Borg-style priorities: the queue drains production (priority >= 9) first, "

@@ -118,6 +118,10 @@ def dest_flag(dest: str) -> str:
 SEED = Option("seed", nonneg_int, 1, "random seed: same seed, same results on any device count", "S")
 TRIALS = Option("trials", positive_int, 5, "shuffled task orders per policy (common random numbers)", "T")
 POLICY = Option("policy", policy_list, "all", "comma-separated policies, or 'all' (see `jaxsched policies`)", "LIST")
+POLICY_FILE = Option("policy-file", path, None, "a Python file of user policies (@jaxsched.policy): each one "
+                     "it registers becomes a --policy name", "PY")
+POLICY_PARAMS = Option("policy-params", path, None, "parameters of user policies, JSON or TOML: a table per "
+                       "policy, e.g. [weighted_fit] w = [1.0, 0.5]", "FILE")
 SAMPLE_K = Option("sample-k", nonneg_int, 0, "score K machines drawn at random per placement, full scan if none "
                   "fits (0: always full scan)", "K")
 SLOT = Option("slot", float_list, (0.05, 0.05), "standard slot per dimension for holes/stranding/slot_loss "

@@ -9,7 +9,7 @@ from .. import progress
 from .common import check_sources, check_writable, describe_devices, envelope, settings_doc, slot_for, \
     write_result
 from .config import resolve
-from .options import GENOME, JSON, MACHINES, POLICY, RHO, SAMPLE_K, SEED, SLOT, TRACE_OPTIONS, TRIALS, Option, \
+from .options import GENOME, JSON, MACHINES, POLICY, POLICY_FILE, POLICY_PARAMS, RHO, SAMPLE_K, SEED, SLOT, TRACE_OPTIONS, TRIALS, Option, \
     choice, flag, positive_int
 from .workloads import policies_and_genome, snapshot_workload
 
@@ -17,6 +17,7 @@ OPTIONS = (
     MACHINES, RHO, TRIALS,
     POLICY.but(help="comma-separated policies, or 'all' (see `jaxsched policies`); 'cvxcluster' adds the "
                "CvxCluster allocator (not part of 'all')"),
+    POLICY_FILE, POLICY_PARAMS,
     SAMPLE_K, SEED, SLOT, GENOME, JSON,
     Option("no-compaction", flag, False, "skip compaction (the smallest share of machines, in random "
            "order, that still packs everything; binary search, median over trials)"),

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .config import UsageError
+from .config import UsageError, tomllib
 
 
 def load_trace(s: dict[str, Any], quiet: bool):
@@ -113,11 +113,58 @@ def tuning_problems(s: dict[str, Any], quiet: bool):
     return Problem(c1, w1), Problem(c2, w2), {"train": d1, "heldout": d2}
 
 
+def user_policies(s: dict[str, Any]) -> tuple[str, ...]:
+    """Load --policy-file's policies and apply --policy-params to them; their names."""
+    from ..user_policies import USER_POLICIES, load_policy_file, with_params
+
+    names: tuple[str, ...] = ()
+    if s.get("policy_file"):
+        try:
+            names = load_policy_file(s["policy_file"])
+        except InputError as e:
+            raise UsageError(f"--policy-file: {e}") from None
+    if s.get("policy_params"):
+        path = s["policy_params"]
+        values = _read_params(path)
+        for name, table in values.items():
+            if name not in USER_POLICIES:
+                raise UsageError(f"--policy-params: {path}: {name!r} is not a user policy (loaded: "
+                                 f"{', '.join(USER_POLICIES) or 'none; give --policy-file'})")
+            if not isinstance(table, dict):
+                raise UsageError(f"--policy-params: {path}: {name!r} must be a table of parameters")
+            try:
+                with_params(name, table)
+            except InputError as e:
+                raise UsageError(f"--policy-params: {path}: {e}") from None
+    return names
+
+
+def _read_params(path: str) -> dict[str, Any]:
+    import json
+    import os
+
+    if not os.path.isfile(path):
+        raise UsageError(f"--policy-params: {path}: no such file")
+    try:
+        if path.endswith(".json"):
+            with open(path) as f:
+                doc = json.load(f)
+        else:
+            with open(path, "rb") as f:
+                doc = tomllib.load(f)
+    except (ValueError, UnicodeDecodeError) as e:  # json and tomllib errors say the line
+        raise UsageError(f"--policy-params: {path}: {e}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"--policy-params: {path}: expected a table per policy")
+    return doc
+
+
 def policies_and_genome(s: dict[str, Any], command: str) -> tuple[str, ...]:
     """The --policy list, checked (placement methods such as cvxcluster only in snapshot, after
     the scoring policies), after checking that --genome (if given) has 8 numbers."""
     from ..policies import GENOME_NAMES, PLACEMENT_METHODS, policy_names
 
+    user_policies(s)
     parts = [p.strip() for p in s["policy"].split(",") if p.strip()]
     methods = tuple(dict.fromkeys(p for p in parts if p in PLACEMENT_METHODS))
     if methods and command != "snapshot":

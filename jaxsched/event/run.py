@@ -15,7 +15,8 @@ from .. import rng
 from ..devices import SlowestShare, on_devices
 from ..errors import InputError
 from ..packing import PAD_CAPACITY
-from ..policies import ALPHA_EVOLVE_GENOME, GENOME_SIZE, safe_inverse, slot_vector
+from ..policies import genome_width, row_genomes, safe_inverse, slot_vector
+from ..user_policies import check_policies
 from ..types import Cluster, Workload, validate
 from .config import EXPERIMENT, EventConfig, EventRunConfig
 from .drain import SPAN_WORDS, WORD_SHIFT
@@ -119,10 +120,10 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
     span = SPAN_WORDS << WORD_SHIFT
     L = -(-(3 * Np + 2 * cfg.queue_window) // span) * span
     if genomes is None:
-        genomes = np.broadcast_to(np.asarray(ALPHA_EVOLVE_GENOME, np.float32), (B, GENOME_SIZE))
+        genomes = row_genomes(cfg.policies)
     genomes = jnp.asarray(genomes, jnp.float32)
-    if genomes.shape != (B, GENOME_SIZE):
-        raise InputError(f"genomes must have shape ({B}, {GENOME_SIZE}), got {genomes.shape}")
+    if genomes.shape != (B, genome_width(cfg.policies)):
+        raise InputError(f"genomes must have shape ({B}, {genome_width(cfg.policies)}), got {genomes.shape}")
     st, Cp = _static(cap, inputs, genomes, keys, Np)
     state = initial_state(st.cap, inputs.duration, B, Np, S, L, Cp, L >> WORD_SHIFT)
     state, steps = _replay_on_devices(state, st, cfg, M, N, progress)
@@ -255,9 +256,8 @@ def run_event(cluster: Cluster, workload: Workload, cfg: EventRunConfig,
     names = tuple(n for n in policies for _ in range(trials))
     keys = rng.trial_keys(cfg.seed, EXPERIMENT, trials)
     keys = jnp.concatenate([keys] * len(policies))
-    genomes = None
-    if cfg.genome is not None:
-        genomes = np.broadcast_to(np.asarray(cfg.genome, np.float32), (len(names), GENOME_SIZE))
+    check_policies(policies, cluster, workload)
+    genomes = row_genomes(names, cfg.genome)
     program = EventConfig(policies=names, sample_k=cfg.sample_k, preempt=cfg.preempt,
                           slot=slot_vector(cfg.slot, cluster.num_resources))
     rep = replay(cluster, workload, program, keys, genomes, cfg.max_evictions, progress)
