@@ -42,6 +42,9 @@ SEED_GENOMES = {
 }
 
 
+STRATEGIES = ("mu_lambda", "cma_es", "snes", "open_es")
+
+
 @dataclasses.dataclass(frozen=True)
 class EvolveConfig:
     """Settings of one evolutionary search (all static)."""
@@ -55,13 +58,15 @@ class EvolveConfig:
     sample_k: int = 64  # picker of the fitness packing (0: full scan)
     seed: int = 1
     slot: tuple[float, ...] | None = None
+    # "mu_lambda" (this module's), or an evosax evolution strategy: "cma_es", "snes", "open_es"
+    strategy: str = "mu_lambda"
 
     def check(self) -> None:
         """Raise InputError naming the first bad setting."""
         for name in ("generations", "population", "parents", "trials"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.parents > self.population:
+        if self.strategy == "mu_lambda" and self.parents > self.population:
             raise InputError(f"parents ({self.parents}) must not exceed the population ({self.population})")
         if not self.sigma > 0:
             raise InputError(f"sigma must be > 0, got {self.sigma}")
@@ -69,6 +74,8 @@ class EvolveConfig:
             raise InputError(f"crossover must be in [0, 1], got {self.crossover}")
         if self.sample_k < 0:
             raise InputError(f"sample_k must be >= 0, got {self.sample_k}")
+        if self.strategy not in STRATEGIES:
+            raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
 
 
 class Problem(NamedTuple):
@@ -207,6 +214,8 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
                                             EXPERIMENT_HELDOUT).mean())
         return held_cache[key]
 
+    if cfg.strategy != "mu_lambda":
+        return _evolve_evosax(score, held, cfg, on_generation)
     pool = initial_population(cfg.population, gen, cfg.sigma)
     fit = score(pool)
     baseline_train = float(fit[0])  # the first seed genome is alpha_evolve
@@ -232,3 +241,59 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
     return EvolveResult(champion=history[-1].genome, train=history[-1].best, heldout=history[-1].heldout,
                         baseline_train=baseline_train, baseline_heldout=held(alpha),
                         history=history, evaluations=evaluations)
+
+
+def _strategy(cfg: EvolveConfig):
+    """The evosax strategy of `cfg` and its parameters, its initial scale set to `cfg.sigma`."""
+    import jax.numpy as jnp
+    from evosax import algorithms
+
+    cls = {"cma_es": algorithms.CMA_ES, "snes": algorithms.SNES, "open_es": algorithms.Open_ES}[cfg.strategy]
+    es = cls(population_size=cfg.population, solution=jnp.zeros(GENOME_SIZE, jnp.float32))
+    params = es.default_params
+    if hasattr(params, "std_init"):
+        params = params.replace(std_init=cfg.sigma)
+    return es, params
+
+
+def _lenient(fn):
+    import jax
+
+    with jax.numpy_dtype_promotion("standard"), jax.numpy_rank_promotion("allow"):
+        return fn()
+
+
+def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation) -> EvolveResult:
+    """An evosax strategy from alpha_evolve's point: generations 0..G each ask `population`
+    genomes, packed in one batch as canonical genomes, and tell their fitness (negated: evosax
+    minimizes). The best genome evaluated so far is the champion; the same budget as (mu + lambda)."""
+    import jax
+    import jax.numpy as jnp
+
+    # evosax relies on JAX's default promotion rules; callers (our tests) may have made them strict.
+    lenient = lambda fn, *a: _lenient(lambda: fn(*a))
+    es, params = lenient(_strategy, cfg)
+    alpha = canonical(np.array([ALPHA_EVOLVE_GENOME]))[0]
+    key = jax.random.fold_in(jax.random.key(cfg.seed), zlib.crc32(cfg.strategy.encode()))
+    key, k0 = jax.random.split(key)
+    state = lenient(es.init, k0, jnp.asarray(alpha), params)
+    best, best_fit = alpha, float(score(alpha[None])[0])
+    baseline_train, evaluations, history = best_fit, 1, []
+    for g in range(cfg.generations + 1):
+        key, ka, kt = jax.random.split(key, 3)
+        x, state = lenient(es.ask, ka, state, params)
+        pop = canonical(np.asarray(x))
+        fit = score(pop)
+        evaluations += len(pop)
+        state, _ = lenient(es.tell, kt, x, -jnp.asarray(fit, jnp.float32), state, params)
+        i = int(np.argmax(fit))
+        if fit[i] > best_fit:  # ties: the earlier genome
+            best, best_fit = pop[i], float(fit[i])
+        record = Generation(index=g, best=best_fit, median=float(np.median(fit)), heldout=held(best),
+                            genome=tuple(float(v) for v in best))
+        history.append(record)
+        if on_generation is not None:
+            on_generation(record)
+    return EvolveResult(champion=history[-1].genome, train=best_fit, heldout=history[-1].heldout,
+                        baseline_train=baseline_train, baseline_heldout=held(alpha), history=history,
+                        evaluations=evaluations)

@@ -75,6 +75,23 @@ def test_search_keeps_the_best_and_reports_held_out_honestly(small):
     assert again.champion == result.champion and again.history == result.history
 
 
+@pytest.mark.parametrize("strategy", ["cma_es", "snes"])
+def test_evosax_strategies_keep_the_best_and_report_honestly(small, strategy):
+    train, held = small
+    cfg = EvolveConfig(generations=3, population=8, trials=2, sample_k=0, seed=3, strategy=strategy)
+    result = evolve(train, held, cfg)
+    assert [g.index for g in result.history] == list(range(4))
+    best = [g.best for g in result.history]
+    assert all(b1 >= b0 for b0, b1 in zip(best, best[1:])), best
+    assert result.evaluations == 1 + 8 * 4  # alpha_evolve, then every generation's population
+    assert result.baseline_train == pytest.approx(fitness(train, ALPHA_EVOLVE_GENOME, 2, 3).mean(), abs=0)
+    champion = np.asarray(result.champion, np.float32)
+    assert result.train == fitness(train, champion, 2, 3).mean() >= result.baseline_train
+    assert result.heldout == fitness(held, champion, 2, 3, experiment="evolve-heldout").mean()
+    np.testing.assert_array_equal(canonical(champion[None])[0], champion)  # evaluated as canonical genomes
+    assert evolve(train, held, cfg).history == result.history  # deterministic in the seed
+
+
 def test_search_improves_on_alpha_evolve_where_there_is_room():
     # Overloaded and small: alpha_evolve leaves demand unplaced that a tighter genome places.
     train = Problem(*synthetic_instance(150, 1.1, 4))
@@ -88,6 +105,8 @@ def test_bad_settings_are_named():
         EvolveConfig(population=4, parents=8).check()
     with pytest.raises(InputError, match="sigma"):
         EvolveConfig(sigma=0).check()
+    with pytest.raises(InputError, match="strategy must be one of"):
+        EvolveConfig(strategy="nope").check()
 
 
 def test_busiest_instant_within_a_range_matches_brute_force():

@@ -11,7 +11,7 @@ from ..errors import InputError
 from .common import check_sources, check_writable, envelope, printer, settings_doc, slot_for, \
     write_result
 from .config import UsageError, resolve
-from .options import JSON, MACHINES, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, \
+from .options import JSON, MACHINES, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, choice, \
     positive_float, positive_int
 from .workloads import tuning_problems
 
@@ -26,13 +26,16 @@ OPTIONS = (
     Option("parents", positive_int, 16, "genomes kept from each generation (mu of mu + lambda)", "MU"),
     Option("sigma", positive_float, 0.3, "mutation scale: Gaussian steps on weights scaled to max |w| = 1, "
            "log-normal steps on the powers", "S"),
+    Option("strategy", choice("mu_lambda", "cma_es", "snes", "open_es"), "mu_lambda", "the search: (mu + lambda), "
+           "or an evosax evolution strategy from alpha_evolve's point (CMA-ES, SNES, OpenAI-ES; --sigma is its "
+           "initial scale, --parents unused)", "S"),
     TRIALS.but(default=2, help="shuffled task orders each genome is scored over (common random numbers)"),
     SAMPLE_K.but(default=64, help="picker of the fitness packing: K sampled machines, full scan if none fits "
                  "(0: always full scan, slow on a trace-sized cluster)"),
     SLOT.but(help="standard slot per dimension"),
     JSON.but(help="write the search (settings, history, champion, alpha_evolve) as JSON"),
 ) + TRACE_WINDOW_OPTIONS
-EVOLVE_ONLY = ("generations", "population", "parents", "sigma")
+EVOLVE_ONLY = ("generations", "population", "parents", "sigma", "strategy")
 
 
 HELP = "evolve genomes of the parameterized scoring family"
@@ -62,7 +65,8 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
     check_sources(s, given)
     check_writable(s["json"])
     cfg = EvolveConfig(generations=s["generations"], population=s["population"], parents=s["parents"],
-                       sigma=s["sigma"], trials=s["trials"], sample_k=s["sample_k"], seed=s["seed"])
+                       sigma=s["sigma"], trials=s["trials"], sample_k=s["sample_k"], seed=s["seed"],
+                       strategy=s.get("strategy", "mu_lambda"))
     try:
         cfg.check()
     except InputError as e:
@@ -73,7 +77,7 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
     say = printer(args.quiet)
     say(f"evolve: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks, held-out "
         f"{held.cluster.num_machines} x {held.workload.num_tasks}; population {cfg.population}, parents "
-        f"{cfg.parents}, {cfg.generations} generations, {cfg.trials} trials, sample_k={cfg.sample_k or 'full scan'}")
+        f"{cfg.parents}, {cfg.generations} generations, strategy {cfg.strategy}, {cfg.trials} trials, sample_k={cfg.sample_k or 'full scan'}")
     say(f"{'gen':>3}  {'best%':>8}  {'median%':>8}  {'held-out%':>9}  {'elapsed':>7}  best genome (w0..w5, p1, p2)")
 
     def report(g):
