@@ -25,7 +25,7 @@ import numpy as np
 from . import rng
 from .errors import InputError
 from .packing import PackConfig, pack
-from .policies import ALPHA_EVOLVE_GENOME, GENOME_NAMES, GENOME_SIZE, slot_vector
+from .policies import ALPHA_EVOLVE_GENOME, GENOME_NAMES, GENOME_SIZE, get_policy, row_genomes, slot_vector
 from .types import Cluster, Workload, validate
 
 POWER_MIN, POWER_MAX = 0.25, 4.0
@@ -60,6 +60,8 @@ class EvolveConfig:
     slot: tuple[float, ...] | None = None
     # "mu_lambda" (this module's), or an evosax evolution strategy: "cma_es", "snes", "open_es"
     strategy: str = "mu_lambda"
+    # The parameterized policy searched: the family, or a user policy with finite bounds on every parameter
+    policy: str = "family"
 
     def check(self) -> None:
         """Raise InputError naming the first bad setting."""
@@ -74,6 +76,7 @@ class EvolveConfig:
             raise InputError(f"crossover must be in [0, 1], got {self.crossover}")
         if self.sample_k < 0:
             raise InputError(f"sample_k must be >= 0, got {self.sample_k}")
+        space(self.policy)
         if self.strategy not in STRATEGIES:
             raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
 
@@ -94,29 +97,75 @@ def canonical(genomes: np.ndarray) -> np.ndarray:
     return g.astype(np.float32)
 
 
+class Space(NamedTuple):
+    """What is searched: the start point, the box and the normal form of a policy's parameters."""
+
+    policy: str
+    start: np.ndarray  # f32[D]: alpha_evolve's point for the family, a user policy's defaults
+    low: np.ndarray  # f32[D]
+    high: np.ndarray  # f32[D]
+    names: tuple[str, ...]
+
+    def normal(self, g) -> np.ndarray:
+        """The family's canonical genomes, a user policy's clipped to its bounds."""
+        if self.policy == "family":
+            return canonical(g)
+        return np.clip(np.array(g, np.float64, ndmin=2), self.low, self.high).astype(np.float32)
+
+
+def space(policy: str = "family") -> Space:
+    """The search space of `policy`: the family, or a parameterized user policy with finite bounds.
+
+    Raises:
+        InputError: an unknown policy, one without parameters, or a parameter without finite bounds.
+    """
+    if policy == "family":
+        return Space("family", canonical(np.array([ALPHA_EVOLVE_GENOME]))[0], np.full(GENOME_SIZE, -np.inf),
+                     np.full(GENOME_SIZE, np.inf), GENOME_NAMES)
+    try:
+        p = get_policy(policy)
+    except KeyError as e:
+        raise InputError(e.args[0]) from None
+    if not p.params:
+        raise InputError(f"policy {policy!r} has no parameters to search (the family or a parameterized user policy)")
+    unbounded = [n for n, (lo, hi) in zip(p.param_names, p.bounds) if not (np.isfinite(lo) and np.isfinite(hi))]
+    if unbounded:
+        raise InputError(f"policy {policy!r}: give finite bounds to search parameter {unbounded[0]!r} "
+                         f"(jaxsched.policy(..., bounds={{...}}))")
+    lo, hi = (np.array([b[i] for b in p.bounds], np.float32) for i in (0, 1))
+    return Space(policy, np.clip(np.array(p.params, np.float32), lo, hi), lo, hi, p.param_names)
+
+
 def fitness(problem: Problem, genomes: np.ndarray, trials: int, seed: int, sample_k: int = 0, slot=None,
-            experiment: str = EXPERIMENT_TRAIN, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+            experiment: str = EXPERIMENT_TRAIN, progress: Callable[[int, int], None] | None = None,
+            policy: str = "family") -> np.ndarray:
     """Demand-weighted placed fraction (`placed_weighted`) of each genome in each trial.
 
     All genomes and trials run as one batched packing.
 
     Args:
         problem: the snapshot.
-        genomes: f32[P, 8] family genomes.
+        genomes: f32[P, D] genomes of `policy` (D = 8 for the family).
         trials: shuffled task orders, the same for every genome.
         seed: the trials' seed.
         sample_k: the picker (0: full scan).
         slot: the standard slot per dimension.
         experiment: the name of the trials' random stream.
         progress: progress(done, total) during the packing.
+        policy: the parameterized policy the genomes are of.
 
     Returns:
         f64[P, T].
     """
-    genomes = np.asarray(genomes, np.float32).reshape(-1, GENOME_SIZE)
+    d = GENOME_SIZE if policy == "family" else len(get_policy(policy).params)
+    genomes = np.asarray(genomes, np.float32).reshape(-1, d)
+    names = (policy,) * len(genomes)
+    rows = row_genomes(names)
+    rows[:, :d] = genomes
+    genomes = rows
     cluster, workload = problem
     slot = slot_vector(slot, cluster.num_resources)
-    cfg = PackConfig(policies=("family",) * len(genomes), sample_k=sample_k, slot=slot)
+    cfg = PackConfig(policies=names, sample_k=sample_k, slot=slot)
     keys = rng.trial_keys(seed, experiment, trials)
     state = pack(cluster, workload, cfg, keys, genomes=genomes, progress=progress)
     # placed_weighted of metrics.py, in float64 on the host: the same bits however genomes are batched.
@@ -125,16 +174,23 @@ def fitness(problem: Problem, genomes: np.ndarray, trials: int, seed: int, sampl
     return (np.asarray(state.placement) >= 0) @ weight / (total if total > 0 else 1.0)
 
 
-def initial_population(size: int, gen: np.random.Generator, sigma: float) -> np.ndarray:
-    """The named seed genomes (as many as fit), then mutants of alpha_evolve."""
+def initial_population(size: int, gen: np.random.Generator, sigma: float, sp: Space | None = None) -> np.ndarray:
+    """The named seed genomes (as many as fit), then mutants of alpha_evolve; for a user policy its
+    defaults, then their mutants."""
+    if sp is not None and sp.policy != "family":
+        base = np.repeat(sp.start[None], size, axis=0)
+        return np.concatenate([base[:1], mutate(base[1:], gen, sigma, sp)]) if size > 1 else base
     seeds = canonical(np.array(list(SEED_GENOMES.values()), np.float32))[:size]
     base = np.repeat(canonical(np.array([ALPHA_EVOLVE_GENOME]))[None, 0], size - len(seeds), axis=0)
     return np.concatenate([seeds, mutate(base, gen, sigma)], axis=0) if size > len(seeds) else seeds
 
 
-def mutate(genomes: np.ndarray, gen: np.random.Generator, sigma: float) -> np.ndarray:
-    """Gaussian steps on the weights (a weight is zeroed with chance 0.1) and log-normal steps on the powers."""
+def mutate(genomes: np.ndarray, gen: np.random.Generator, sigma: float, sp: Space | None = None) -> np.ndarray:
+    """Gaussian steps on the weights (a weight is zeroed with chance 0.1) and log-normal steps on the powers;
+    for a user policy, Gaussian steps of sigma x (high - low) per parameter, clipped to its bounds."""
     g = np.array(genomes, np.float64)
+    if sp is not None and sp.policy != "family":
+        return sp.normal(g + sigma * (sp.high - sp.low) * gen.standard_normal(g.shape))
     g[:, :6] += sigma * gen.standard_normal(g[:, :6].shape)
     g[:, :6] *= gen.random(g[:, :6].shape) >= 0.1
     g[:, 6:] *= np.exp(sigma * gen.standard_normal(g[:, 6:].shape))
@@ -146,7 +202,7 @@ def children(parents: np.ndarray, count: int, gen: np.random.Generator, cfg: Evo
     a = parents[gen.integers(0, len(parents), count)]
     b = parents[gen.integers(0, len(parents), count)]
     mix = (gen.random(count) < cfg.crossover)[:, None] & (gen.random(a.shape) < 0.5)
-    return mutate(np.where(mix, b, a), gen, cfg.sigma)
+    return mutate(np.where(mix, b, a), gen, cfg.sigma, space(cfg.policy))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,11 +227,13 @@ class EvolveResult:
     baseline_heldout: float
     history: list[Generation]
     evaluations: int  # genomes packed on the training snapshot (each over every trial)
+    policy: str = "family"  # the policy searched; its start point is the baseline
+    names: tuple[str, ...] = GENOME_NAMES  # the genome's coordinates
 
     def to_json(self) -> dict:
         """JSON-ready: genomes by coordinate name, history as a list of records."""
-        named = lambda g: dict(zip(GENOME_NAMES, (float(x) for x in g)))
-        return {
+        named = lambda g: dict(zip(self.names, (float(x) for x in g)))
+        return {"policy": self.policy,
             "champion": {"genome": [float(x) for x in self.champion], "named": named(self.champion),
                          "train": self.train, "heldout": self.heldout},
             "alpha_evolve": {"train": self.baseline_train, "heldout": self.baseline_heldout},
@@ -204,21 +262,23 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
     for problem in (train, heldout):
         validate(*problem)
     gen = np.random.default_rng([cfg.seed, zlib.crc32(EXPERIMENT_TRAIN.encode())])
-    score = lambda g: fitness(train, g, cfg.trials, cfg.seed, cfg.sample_k, cfg.slot, progress=progress).mean(1)
+    sp = space(cfg.policy)
+    score = lambda g: fitness(train, g, cfg.trials, cfg.seed, cfg.sample_k, cfg.slot, progress=progress,
+                              policy=cfg.policy).mean(1)
     held_cache: dict[bytes, float] = {}
 
     def held(genome):
         key = np.asarray(genome, np.float32).tobytes()
         if key not in held_cache:
             held_cache[key] = float(fitness(heldout, genome, cfg.trials, cfg.seed, cfg.sample_k, cfg.slot,
-                                            EXPERIMENT_HELDOUT).mean())
+                                            EXPERIMENT_HELDOUT, policy=cfg.policy).mean())
         return held_cache[key]
 
     if cfg.strategy != "mu_lambda":
-        return _evolve_evosax(score, held, cfg, on_generation)
-    pool = initial_population(cfg.population, gen, cfg.sigma)
+        return _evolve_evosax(score, held, cfg, on_generation, sp)
+    pool = initial_population(cfg.population, gen, cfg.sigma, sp)
     fit = score(pool)
-    baseline_train = float(fit[0])  # the first seed genome is alpha_evolve
+    baseline_train = float(fit[0])  # the first seed genome is alpha_evolve (a user policy's defaults)
     evaluations = len(pool)
     history = []
     for g in range(cfg.generations + 1):
@@ -237,19 +297,18 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
         history.append(record)
         if on_generation is not None:
             on_generation(record)
-    alpha = canonical(np.array([ALPHA_EVOLVE_GENOME]))[0]
     return EvolveResult(champion=history[-1].genome, train=history[-1].best, heldout=history[-1].heldout,
-                        baseline_train=baseline_train, baseline_heldout=held(alpha),
-                        history=history, evaluations=evaluations)
+                        baseline_train=baseline_train, baseline_heldout=held(sp.start),
+                        history=history, evaluations=evaluations, policy=sp.policy, names=sp.names)
 
 
-def _strategy(cfg: EvolveConfig):
+def _strategy(cfg: EvolveConfig, size: int):
     """The evosax strategy of `cfg` and its parameters, its initial scale set to `cfg.sigma`."""
     import jax.numpy as jnp
     from evosax import algorithms
 
     cls = {"cma_es": algorithms.CMA_ES, "snes": algorithms.SNES, "open_es": algorithms.Open_ES}[cfg.strategy]
-    es = cls(population_size=cfg.population, solution=jnp.zeros(GENOME_SIZE, jnp.float32))
+    es = cls(population_size=cfg.population, solution=jnp.zeros(size, jnp.float32))
     params = es.default_params
     if hasattr(params, "std_init"):
         params = params.replace(std_init=cfg.sigma)
@@ -263,7 +322,7 @@ def _lenient(fn):
         return fn()
 
 
-def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation) -> EvolveResult:
+def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation, sp: Space) -> EvolveResult:
     """An evosax strategy from alpha_evolve's point: generations 0..G each ask `population`
     genomes, packed in one batch as canonical genomes, and tell their fitness (negated: evosax
     minimizes). The best genome evaluated so far is the champion; the same budget as (mu + lambda)."""
@@ -272,8 +331,8 @@ def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation) -> EvolveResul
 
     # evosax relies on JAX's default promotion rules; callers (our tests) may have made them strict.
     lenient = lambda fn, *a: _lenient(lambda: fn(*a))
-    es, params = lenient(_strategy, cfg)
-    alpha = canonical(np.array([ALPHA_EVOLVE_GENOME]))[0]
+    es, params = lenient(_strategy, cfg, len(sp.start))
+    alpha = sp.start
     key = jax.random.fold_in(jax.random.key(cfg.seed), zlib.crc32(cfg.strategy.encode()))
     key, k0 = jax.random.split(key)
     state = lenient(es.init, k0, jnp.asarray(alpha), params)
@@ -282,7 +341,7 @@ def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation) -> EvolveResul
     for g in range(cfg.generations + 1):
         key, ka, kt = jax.random.split(key, 3)
         x, state = lenient(es.ask, ka, state, params)
-        pop = canonical(np.asarray(x))
+        pop = sp.normal(np.asarray(x))
         fit = score(pop)
         evaluations += len(pop)
         state, _ = lenient(es.tell, kt, x, -jnp.asarray(fit, jnp.float32), state, params)
@@ -296,4 +355,4 @@ def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation) -> EvolveResul
             on_generation(record)
     return EvolveResult(champion=history[-1].genome, train=best_fit, heldout=history[-1].heldout,
                         baseline_train=baseline_train, baseline_heldout=held(alpha), history=history,
-                        evaluations=evaluations)
+                        evaluations=evaluations, policy=sp.policy, names=sp.names)

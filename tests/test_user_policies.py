@@ -175,3 +175,34 @@ def test_cli_policies_lists_a_files_policies(capsys):
     assert [line[15:].split()[0] for line in lines[:22]] == list(jaxsched.REGISTRY) + ["family"]
     assert ["user", "cpu_first"] in [line.split() for line in lines[22:]]
     assert any(line.endswith("weighted_fit (w[0]=1, w[1]=1, balance=0.5)") for line in lines[22:])
+
+
+@jaxsched.policy(params={"w": [1.0, 1.0], "balance": 0.5}, bounds={"w": (0.0, 2.0), "balance": (0.0, 1.0)})
+def my_bounded(t, p):
+    return p["w"][0] * t.u[0] + p["w"][1] * t.u[1] - p["balance"] * jnp.abs(t.rho[0] - t.rho[1])
+
+
+@pytest.mark.parametrize("strategy", ["mu_lambda", "cma_es"])
+def test_evolve_searches_a_user_policy_within_its_bounds(strategy):
+    from jaxsched.evolve import EvolveConfig, Problem, evolve, fitness
+
+    train, held = Problem(*jaxsched.synthetic_instance(60, 1.0, 1)), Problem(*jaxsched.synthetic_instance(60, 1.0, 2))
+    cfg = EvolveConfig(generations=2, population=8, parents=4, trials=1, sample_k=0, seed=2, strategy=strategy,
+                       policy="my_bounded", sigma=0.5)
+    result = evolve(train, held, cfg)
+    assert result.policy == "my_bounded" and result.names == ("w[0]", "w[1]", "balance")
+    for g in result.history:
+        assert all(lo <= x <= hi for x, (lo, hi) in zip(g.genome, [(0, 2), (0, 2), (0, 1)])), g.genome
+    champion = np.asarray(result.champion, np.float32)
+    assert result.train == fitness(train, champion, 1, 2, policy="my_bounded").mean() >= result.baseline_train
+    assert result.baseline_train == fitness(train, np.array([1.0, 1.0, 0.5]), 1, 2, policy="my_bounded").mean()
+    assert result.to_json()["champion"]["named"].keys() == {"w[0]", "w[1]", "balance"}
+
+
+def test_evolve_needs_parameters_with_finite_bounds():
+    from jaxsched.evolve import EvolveConfig
+
+    with pytest.raises(InputError, match="give finite bounds to search parameter 'k'"):
+        EvolveConfig(policy="my_weighted").check()
+    with pytest.raises(InputError, match="has no parameters to search"):
+        EvolveConfig(policy="my_best_fit").check()

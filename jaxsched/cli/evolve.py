@@ -11,9 +11,9 @@ from ..errors import InputError
 from .common import check_sources, check_writable, envelope, printer, settings_doc, slot_for, \
     write_result
 from .config import UsageError, resolve
-from .options import JSON, MACHINES, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, choice, \
+from .options import JSON, MACHINES, POLICY_FILE, POLICY_PARAMS, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, choice, path, \
     positive_float, positive_int
-from .workloads import tuning_problems
+from .workloads import tuning_problems, user_policies
 
 OPTIONS = (
     MACHINES,
@@ -26,6 +26,9 @@ OPTIONS = (
     Option("parents", positive_int, 16, "genomes kept from each generation (mu of mu + lambda)", "MU"),
     Option("sigma", positive_float, 0.3, "mutation scale: Gaussian steps on weights scaled to max |w| = 1, "
            "log-normal steps on the powers", "S"),
+    Option("policy", path, "family", "the parameterized policy searched: the family, or a user policy of "
+           "--policy-file with finite bounds on its parameters", "NAME"),
+    POLICY_FILE, POLICY_PARAMS,
     Option("strategy", choice("mu_lambda", "cma_es", "snes", "open_es"), "mu_lambda", "the search: (mu + lambda), "
            "or an evosax evolution strategy from alpha_evolve's point (CMA-ES, SNES, OpenAI-ES; --sigma is its "
            "initial scale, --parents unused)", "S"),
@@ -35,7 +38,7 @@ OPTIONS = (
     SLOT.but(help="standard slot per dimension"),
     JSON.but(help="write the search (settings, history, champion, alpha_evolve) as JSON"),
 ) + TRACE_WINDOW_OPTIONS
-EVOLVE_ONLY = ("generations", "population", "parents", "sigma", "strategy")
+EVOLVE_ONLY = ("generations", "population", "parents", "sigma", "strategy", "policy", "policy_file", "policy_params")
 
 
 HELP = "evolve genomes of the parameterized scoring family"
@@ -61,12 +64,14 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
     of the command that the search does not use, left out of the JSON."""
     from .. import progress
     from ..evolve import EvolveConfig, evolve
+    from ..policies import get_policy
 
     check_sources(s, given)
     check_writable(s["json"])
+    user_policies(s)
     cfg = EvolveConfig(generations=s["generations"], population=s["population"], parents=s["parents"],
                        sigma=s["sigma"], trials=s["trials"], sample_k=s["sample_k"], seed=s["seed"],
-                       strategy=s.get("strategy", "mu_lambda"))
+                       strategy=s.get("strategy", "mu_lambda"), policy=s.get("policy", "family"))
     try:
         cfg.check()
     except InputError as e:
@@ -78,7 +83,9 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
     say(f"evolve: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks, held-out "
         f"{held.cluster.num_machines} x {held.workload.num_tasks}; population {cfg.population}, parents "
         f"{cfg.parents}, {cfg.generations} generations, strategy {cfg.strategy}, {cfg.trials} trials, sample_k={cfg.sample_k or 'full scan'}")
-    say(f"{'gen':>3}  {'best%':>8}  {'median%':>8}  {'held-out%':>9}  {'elapsed':>7}  best genome (w0..w5, p1, p2)")
+    base = "alpha_evolve" if cfg.policy == "family" else f"{cfg.policy}'s defaults"
+    coords = "w0..w5, p1, p2" if cfg.policy == "family" else ", ".join(get_policy(cfg.policy).param_names)
+    say(f"{'gen':>3}  {'best%':>8}  {'median%':>8}  {'held-out%':>9}  {'elapsed':>7}  best genome ({coords})")
 
     def report(g):
         genome = ",".join(f"{x:.3g}" for x in g.genome)
@@ -89,8 +96,8 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
     result = evolve(train, held, cfg, on_generation=report, progress=bar)
     doc = envelope("evolve", args, settings_doc(s, skip) | {"slot": list(cfg.slot)}, workload=source)
     write_result(s["json"], doc | result.to_json())
-    say(f"champion: train {100 * result.train:.3f}% vs alpha_evolve {100 * result.baseline_train:.3f}%; "
-        f"held-out {100 * result.heldout:.3f}% vs alpha_evolve {100 * result.baseline_heldout:.3f}% "
+    say(f"champion: train {100 * result.train:.3f}% vs {base} {100 * result.baseline_train:.3f}%; "
+        f"held-out {100 * result.heldout:.3f}% vs {base} {100 * result.baseline_heldout:.3f}% "
         f"({result.evaluations} genome evaluations, {time.perf_counter() - t0:.0f}s)")
     if s["json"]:
         say(f"wrote {s['json']}")
