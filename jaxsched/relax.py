@@ -40,7 +40,7 @@ from jax import lax
 from . import rng
 from .errors import InputError
 from .evolve import EXPERIMENT_HELDOUT, EXPERIMENT_TRAIN, POWER_MAX, POWER_MIN, Problem, canonical, fitness
-from .policies import FEASIBILITY_TOL, GENOME_SIZE, dsum, feasible, machine_terms, safe_inverse
+from .policies import FEASIBILITY_TOL, GENOME_SIZE, get_policy, dsum, feasible, machine_terms, safe_inverse
 from .types import validate
 
 SCORE_CLIP = 1e6
@@ -55,6 +55,7 @@ class RelaxConfig:
     sharpness: float = 0.01  # width of the feasibility sigmoid, in normalized resource units
     block: int = 256  # tasks per checkpointed segment of the scan
     detach_scores: bool = True  # no gradient from the state through scores and masks, only through masses
+    policy: str = "family"  # the parameterized policy tuned: the family, or a user policy (its own score)
 
     def check(self) -> None:
         """Raise InputError naming the first bad setting."""
@@ -84,7 +85,8 @@ def _step(cfg: RelaxConfig, genome, inv, free, d):
     # whole history makes the gradient explode like a long recurrent network's.
     f_seen = tuple(lax.stop_gradient(fx) for fx in f) if cfg.detach_scores else f
     t = machine_terms(dd, f_seen, ic, jnp.zeros_like(f[0]), (0.05,) * R)
-    s = smooth_family(t, genome)
+    s = smooth_family(t, genome) if cfg.policy == "family" else jnp.clip(
+        get_policy(cfg.policy).score(t, genome), -SCORE_CLIP, SCORE_CLIP)
     # Hard feasibility on the expected state picks where the softmax looks; the soft q (about
     # 0.95 at an exact fit, 1 with room to spare) is the mass a placement there carries.
     used = tuple((dx > 0) for dx in dd)
@@ -156,8 +158,9 @@ def relaxed_objective(problem: Problem, genome, trials: int = 1, seed: int = 1,
     cfg.check()
     args = _inputs(problem, trials, seed, cfg.block)
     g = jnp.asarray(genome, jnp.float32)
-    if g.shape != (GENOME_SIZE,):
-        raise InputError(f"genome must have {GENOME_SIZE} entries, got shape {g.shape}")
+    size = GENOME_SIZE if cfg.policy == "family" else len(get_policy(cfg.policy).params)
+    if g.shape != (size,):
+        raise InputError(f"genome must have {size} entries, got shape {g.shape}")
     if grad:
         value, gradient = _value_and_grad(g, *args, cfg=cfg)
         return float(value), np.asarray(gradient, np.float64)
@@ -224,6 +227,9 @@ def tune(train: Problem, heldout: Problem, start, steps: int = 20, learning_rate
     if not learning_rate > 0:
         raise InputError(f"learning rate must be > 0, got {learning_rate}")
     args = _inputs(train, trials, seed, cfg.block)
+    if cfg.policy != "family":
+        return _tune_user(train, heldout, start, steps, learning_rate, trials, seed, sample_k, slot, cfg, on_step,
+                          args)
     g0 = canonical(np.asarray(start, np.float32))[0]
     params = jnp.concatenate([jnp.asarray(g0[:6]), jnp.log(jnp.asarray(g0[6:]))])
     to_genome = lambda p: jnp.concatenate([p[:6], jnp.clip(jnp.exp(p[6:]), POWER_MIN, POWER_MAX)])
@@ -248,3 +254,36 @@ def tune(train: Problem, heldout: Problem, start, steps: int = 20, learning_rate
     held = lambda g: float(fitness(heldout, g, trials, seed, sample_k, slot, EXPERIMENT_HELDOUT).mean())
     return TuneResult(best=best.genome, hard=best.hard, heldout=held(best.genome), start_hard=history[0].hard,
                       start_heldout=held(history[0].genome), history=history)
+
+
+def _tune_user(train, heldout, start, steps, learning_rate, trials, seed, sample_k, slot, cfg, on_step, args):
+    """`tune` for a parameterized user policy: Adam on its parameters (default start: its defaults),
+    kept inside its bounds where they are finite."""
+    p = get_policy(cfg.policy)
+    if not p.params:
+        raise InputError(f"policy {cfg.policy!r} has no parameters to tune")
+    lo, hi = (np.array([b[i] for b in p.bounds], np.float32) for i in (0, 1))
+    params = jnp.asarray(np.clip(np.asarray(p.params if start is None else start, np.float32), lo, hi))
+    if params.shape != (len(p.params),):
+        raise InputError(f"start must have {len(p.params)} entries for {cfg.policy!r}, got shape {params.shape}")
+    opt = optax.adam(learning_rate)
+    state = opt.init(params)
+    loss = jax.jit(jax.value_and_grad(lambda q: -_objective.__wrapped__(q, *args, cfg=cfg)))
+    fit = lambda prob, g, exp: float(fitness(prob, g, trials, seed, sample_k, slot, exp, policy=cfg.policy).mean())
+    history = []
+    for i in range(steps + 1):
+        genome = np.asarray(params, np.float32)
+        value, grads = loss(params)
+        record = TuneStep(index=i, relaxed=float(-value), hard=fit(train, genome, EXPERIMENT_TRAIN),
+                          genome=tuple(float(x) for x in genome))
+        history.append(record)
+        if on_step is not None:
+            on_step(record)
+        if i < steps:
+            with jax.numpy_dtype_promotion("standard"):
+                updates, state = opt.update(grads, state, params)
+            params = jnp.clip(optax.apply_updates(params, updates), lo, hi)
+    best = max(history, key=lambda h: (h.hard, -h.index))
+    return TuneResult(best=best.genome, hard=best.hard, heldout=fit(heldout, best.genome, EXPERIMENT_HELDOUT),
+                      start_hard=history[0].hard, start_heldout=fit(heldout, history[0].genome, EXPERIMENT_HELDOUT),
+                      history=history)

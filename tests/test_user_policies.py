@@ -206,3 +206,20 @@ def test_evolve_needs_parameters_with_finite_bounds():
         EvolveConfig(policy="my_weighted").check()
     with pytest.raises(InputError, match="has no parameters to search"):
         EvolveConfig(policy="my_best_fit").check()
+
+
+def test_gradient_tuning_of_a_user_policy_stays_in_bounds_and_reports_honestly():
+    from jaxsched.evolve import Problem, fitness
+    from jaxsched.relax import RelaxConfig, relaxed_objective, tune
+
+    train = Problem(*jaxsched.synthetic_instance(40, 1.0, 1))
+    held = Problem(*jaxsched.synthetic_instance(40, 1.0, 2))
+    cfg = RelaxConfig(policy="my_bounded")
+    value, grad = relaxed_objective(train, np.array([1.0, 1.0, 0.5]), cfg=cfg, grad=True)
+    assert 0 < value <= 1 and grad.shape == (3,) and np.all(np.isfinite(grad)) and np.any(grad != 0)
+    result = tune(train, held, None, steps=3, learning_rate=0.2, cfg=cfg)
+    assert len(result.history) == 4 and result.history[0].genome == (1.0, 1.0, 0.5)
+    for h in result.history:
+        assert all(lo <= x <= hi for x, (lo, hi) in zip(h.genome, [(0, 2), (0, 2), (0, 1)])), h.genome
+        assert h.hard == fitness(train, np.asarray(h.genome, np.float32), 1, 1, policy="my_bounded").mean()
+    assert result.hard == max(h.hard for h in result.history)

@@ -38,7 +38,7 @@ OPTIONS = (
     SLOT.but(help="standard slot per dimension"),
     JSON.but(help="write the search (settings, history, champion, alpha_evolve) as JSON"),
 ) + TRACE_WINDOW_OPTIONS
-EVOLVE_ONLY = ("generations", "population", "parents", "sigma", "strategy", "policy", "policy_file", "policy_params")
+EVOLVE_ONLY = ("generations", "population", "parents", "sigma", "strategy")
 
 
 HELP = "evolve genomes of the parameterized scoring family"

@@ -48,6 +48,13 @@ def run(args: argparse.Namespace) -> int:
     from ..policies import GENOME_NAMES
     from ..relax import RelaxConfig, tune
 
+    from .workloads import user_policies
+
+    user_policies(s)
+    if s["policy"] != "family":
+        if "start" in given:
+            raise UsageError("--start: a user policy starts from its parameters (set them with --policy-params)")
+        return _run_user(s, args)
     if len(s["start"]) != len(GENOME_NAMES):
         raise UsageError(f"--start: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
                          f"got {len(s['start'])}")
@@ -74,4 +81,30 @@ def run(args: argparse.Namespace) -> int:
         f"{100 * result.heldout:.3f}% (start {100 * result.start_heldout:.3f}%), {time.perf_counter() - t0:.0f}s")
     if s["json"]:
         say(f"wrote {s['json']}")
+    return 0
+
+
+def _run_user(s, args) -> int:
+    """Gradient tuning of a parameterized user policy from its parameters (defaults or --policy-params)."""
+    from ..errors import InputError
+    from ..relax import RelaxConfig, tune
+
+    cfg = RelaxConfig(temperature=s["temperature"], sharpness=s["sharpness"], policy=s["policy"])
+    t0 = time.perf_counter()
+    train, held, source, slot = tuning_inputs(s, args.quiet)
+    say = printer(args.quiet)
+    say(f"tune --method grad --policy {cfg.policy}: train {train.cluster.num_machines} machines x "
+        f"{train.workload.num_tasks} tasks; {s['steps']} Adam steps, lr {s['learning_rate']:g}")
+    report = lambda h: say(f"{h.index:>4}  {100 * h.relaxed:8.3f}  {100 * h.hard:8.3f}  "
+                           f"{time.perf_counter() - t0:6.0f}s  " + ",".join(f"{x:.3g}" for x in h.genome))
+    try:
+        result = tune(train, held, None, steps=s["steps"], learning_rate=s["learning_rate"], trials=s["trials"],
+                      seed=s["seed"], sample_k=s["sample_k"], slot=slot, cfg=cfg, on_step=report)
+    except InputError as e:
+        raise UsageError(f"--policy: {e}") from None
+    doc = envelope("tune", args, settings_doc(s, EVOLVE_ONLY + ("start",)) | {"slot": list(slot)}, method="grad",
+                   workload=source)
+    write_result(s["json"], doc | result.to_json())
+    say(f"best hard objective {100 * result.hard:.3f}% (start {100 * result.start_hard:.3f}%); held-out "
+        f"{100 * result.heldout:.3f}% (start {100 * result.start_heldout:.3f}%), {time.perf_counter() - t0:.0f}s")
     return 0
