@@ -132,7 +132,7 @@ def space(policy: str = "family") -> Space:
     if unbounded:
         raise InputError(f"policy {policy!r}: give finite bounds to search parameter {unbounded[0]!r} "
                          f"(jaxsched.policy(..., bounds={{...}}))")
-    lo, hi = (np.array([b[i] for b in p.bounds], np.float32) for i in (0, 1))
+    lo, hi = p.box()
     return Space(policy, np.clip(np.array(p.params, np.float32), lo, hi), lo, hi, p.param_names)
 
 

@@ -270,6 +270,10 @@ class Policy(NamedTuple):
     param_names: tuple = ()
     bounds: tuple = ()
 
+    def box(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) f32[D] of the parameters' bounds (-inf, inf where unbounded)."""
+        return tuple(np.array([b[i] for b in self.bounds], np.float32).reshape(-1) for i in (0, 1))
+
 
 def _policy(name, family_name, fn, deterministic=True, uniform=False, cost=1.0, cached=None):
     return name, Policy(name, family_name, fn, deterministic, uniform, cost, cached)

@@ -208,7 +208,8 @@ def tune(train: Problem, heldout: Problem, start, steps: int = 20, learning_rate
     Args:
         train: the snapshot the relaxation is differentiated on.
         heldout: the snapshot the result is reported on.
-        start: f32[8], the genome to start from.
+        start: f32[8], the family genome to start from; for a user policy (`cfg.policy`), its
+            parameters, or None for its registered ones.
         steps: optimizer steps.
         learning_rate: Adam's learning rate.
         trials: shuffled task orders.
@@ -227,52 +228,29 @@ def tune(train: Problem, heldout: Problem, start, steps: int = 20, learning_rate
     if not learning_rate > 0:
         raise InputError(f"learning rate must be > 0, got {learning_rate}")
     args = _inputs(train, trials, seed, cfg.block)
-    if cfg.policy != "family":
-        return _tune_user(train, heldout, start, steps, learning_rate, trials, seed, sample_k, slot, cfg, on_step,
-                          args)
-    g0 = canonical(np.asarray(start, np.float32))[0]
-    params = jnp.concatenate([jnp.asarray(g0[:6]), jnp.log(jnp.asarray(g0[6:]))])
-    to_genome = lambda p: jnp.concatenate([p[:6], jnp.clip(jnp.exp(p[6:]), POWER_MIN, POWER_MAX)])
+    if cfg.policy == "family":
+        g0 = canonical(np.asarray(start, np.float32))[0]
+        params = jnp.concatenate([jnp.asarray(g0[:6]), jnp.log(jnp.asarray(g0[6:]))])
+        to_genome = lambda p: jnp.concatenate([p[:6], jnp.clip(jnp.exp(p[6:]), POWER_MIN, POWER_MAX)])
+        log_lo, log_hi = np.float32(np.log(POWER_MIN)), np.float32(np.log(POWER_MAX))
+        project = lambda p: p.at[6:].set(jnp.clip(p[6:], log_lo, log_hi))
+    else:  # a user policy: its parameters themselves, inside their bounds
+        p = get_policy(cfg.policy)
+        if not p.params:
+            raise InputError(f"policy {cfg.policy!r} has no parameters to tune")
+        lo, hi = p.box()
+        params = jnp.asarray(np.clip(np.asarray(p.params if start is None else start, np.float32), lo, hi))
+        if params.shape != (len(p.params),):
+            raise InputError(f"start must have {len(p.params)} entries for {cfg.policy!r}, got shape {params.shape}")
+        to_genome = lambda q: q
+        project = lambda q: jnp.clip(q, lo, hi)
     opt = optax.adam(learning_rate)
     state = opt.init(params)
     loss = jax.jit(jax.value_and_grad(lambda p: -_objective.__wrapped__(to_genome(p), *args, cfg=cfg)))
-    hard = lambda g: float(fitness(train, g, trials, seed, sample_k, slot).mean())
-    history = []
-    for i in range(steps + 1):
-        genome = np.asarray(to_genome(params), np.float32)
-        value, grads = loss(params)
-        record = TuneStep(index=i, relaxed=float(-value), hard=hard(genome), genome=tuple(float(x) for x in genome))
-        history.append(record)
-        if on_step is not None:
-            on_step(record)
-        if i < steps:
-            with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count with floats
-                updates, state = opt.update(grads, state, params)
-            params = optax.apply_updates(params, updates)
-            params = params.at[6:].set(jnp.clip(params[6:], np.float32(np.log(POWER_MIN)), np.float32(np.log(POWER_MAX))))
-    best = max(history, key=lambda h: (h.hard, -h.index))
-    held = lambda g: float(fitness(heldout, g, trials, seed, sample_k, slot, EXPERIMENT_HELDOUT).mean())
-    return TuneResult(best=best.genome, hard=best.hard, heldout=held(best.genome), start_hard=history[0].hard,
-                      start_heldout=held(history[0].genome), history=history)
-
-
-def _tune_user(train, heldout, start, steps, learning_rate, trials, seed, sample_k, slot, cfg, on_step, args):
-    """`tune` for a parameterized user policy: Adam on its parameters (default start: its defaults),
-    kept inside its bounds where they are finite."""
-    p = get_policy(cfg.policy)
-    if not p.params:
-        raise InputError(f"policy {cfg.policy!r} has no parameters to tune")
-    lo, hi = (np.array([b[i] for b in p.bounds], np.float32) for i in (0, 1))
-    params = jnp.asarray(np.clip(np.asarray(p.params if start is None else start, np.float32), lo, hi))
-    if params.shape != (len(p.params),):
-        raise InputError(f"start must have {len(p.params)} entries for {cfg.policy!r}, got shape {params.shape}")
-    opt = optax.adam(learning_rate)
-    state = opt.init(params)
-    loss = jax.jit(jax.value_and_grad(lambda q: -_objective.__wrapped__(q, *args, cfg=cfg)))
     fit = lambda prob, g, exp: float(fitness(prob, g, trials, seed, sample_k, slot, exp, policy=cfg.policy).mean())
     history = []
     for i in range(steps + 1):
-        genome = np.asarray(params, np.float32)
+        genome = np.asarray(to_genome(params), np.float32)
         value, grads = loss(params)
         record = TuneStep(index=i, relaxed=float(-value), hard=fit(train, genome, EXPERIMENT_TRAIN),
                           genome=tuple(float(x) for x in genome))
@@ -280,10 +258,10 @@ def _tune_user(train, heldout, start, steps, learning_rate, trials, seed, sample
         if on_step is not None:
             on_step(record)
         if i < steps:
-            with jax.numpy_dtype_promotion("standard"):
+            with jax.numpy_dtype_promotion("standard"):  # optax mixes its int32 step count with floats
                 updates, state = opt.update(grads, state, params)
-            params = jnp.clip(optax.apply_updates(params, updates), lo, hi)
+            params = project(optax.apply_updates(params, updates))
     best = max(history, key=lambda h: (h.hard, -h.index))
-    return TuneResult(best=best.genome, hard=best.hard, heldout=fit(heldout, best.genome, EXPERIMENT_HELDOUT),
-                      start_hard=history[0].hard, start_heldout=fit(heldout, history[0].genome, EXPERIMENT_HELDOUT),
-                      history=history)
+    held = lambda g: fit(heldout, g, EXPERIMENT_HELDOUT)
+    return TuneResult(best=best.genome, hard=best.hard, heldout=held(best.genome), start_hard=history[0].hard,
+                      start_heldout=held(history[0].genome), history=history)

@@ -45,66 +45,51 @@ def run(args: argparse.Namespace) -> int:
     check_sources(s, given)
     check_writable(s["json"])
     from ..evolve import canonical
-    from ..policies import GENOME_NAMES
+    from ..policies import GENOME_NAMES, get_policy
     from ..relax import RelaxConfig, tune
 
     from .workloads import user_policies
 
     user_policies(s)
-    if s["policy"] != "family":
+    family = s["policy"] == "family"
+    if family:
+        if len(s["start"]) != len(GENOME_NAMES):
+            raise UsageError(f"--start: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
+                             f"got {len(s['start'])}")
+        if not np.all(np.isfinite(s["start"])) or min(s["start"][6:]) <= 0:
+            raise UsageError("--start: expected finite numbers with powers p1, p2 > 0")
+    else:
         if "start" in given:
             raise UsageError("--start: a user policy starts from its parameters (set them with --policy-params)")
-        return _run_user(s, args)
-    if len(s["start"]) != len(GENOME_NAMES):
-        raise UsageError(f"--start: expected {len(GENOME_NAMES)} numbers ({','.join(GENOME_NAMES)}), "
-                         f"got {len(s['start'])}")
-    if not np.all(np.isfinite(s["start"])) or min(s["start"][6:]) <= 0:
-        raise UsageError("--start: expected finite numbers with powers p1, p2 > 0")
-    cfg = RelaxConfig(temperature=s["temperature"], sharpness=s["sharpness"])
+        try:
+            names = get_policy(s["policy"]).param_names
+        except KeyError as e:
+            raise UsageError(f"--policy: {e.args[0]}") from None
+        if not names:
+            raise UsageError(f"--policy: policy {s['policy']!r} has no parameters to tune")
+    cfg = RelaxConfig(temperature=s["temperature"], sharpness=s["sharpness"], policy=s["policy"])
     t0 = time.perf_counter()
     train, held, source, slot = tuning_inputs(s, args.quiet)
     say = printer(args.quiet)
-    say(f"tune --method grad: train {train.cluster.num_machines} machines x {train.workload.num_tasks} tasks; "
+    say(f"tune --method grad{'' if family else ' --policy ' + cfg.policy}: train {train.cluster.num_machines} "
+        f"machines x {train.workload.num_tasks} tasks; "
         f"{s['steps']} Adam steps, lr {s['learning_rate']:g}, temperature {cfg.temperature:g}, sharpness "
         f"{cfg.sharpness:g}, {s['trials']} trials; hard objective with sample_k={s['sample_k'] or 'full scan'}")
-    say(f"{'step':>4}  {'relaxed%':>8}  {'hard%':>8}  {'elapsed':>7}  genome (w0..w5, p1, p2)")
+    coords = "w0..w5, p1, p2" if family else ", ".join(names)
+    say(f"{'step':>4}  {'relaxed%':>8}  {'hard%':>8}  {'elapsed':>7}  genome ({coords})")
+    shown = (lambda g: canonical(np.asarray(g))[0]) if family else (lambda g: g)
 
     def report(h):
         say(f"{h.index:>4}  {100 * h.relaxed:8.3f}  {100 * h.hard:8.3f}  {time.perf_counter() - t0:6.0f}s  "
-            + ",".join(f"{x:.3g}" for x in canonical(np.asarray(h.genome))[0]))
+            + ",".join(f"{x:.3g}" for x in shown(h.genome)))
 
-    result = tune(train, held, s["start"], steps=s["steps"], learning_rate=s["learning_rate"], trials=s["trials"],
-                  seed=s["seed"], sample_k=s["sample_k"], slot=slot, cfg=cfg, on_step=report)
-    doc = envelope("tune", args, settings_doc(s, EVOLVE_ONLY) | {"slot": list(slot)}, method="grad", workload=source)
+    result = tune(train, held, s["start"] if family else None, steps=s["steps"], learning_rate=s["learning_rate"],
+                  trials=s["trials"], seed=s["seed"], sample_k=s["sample_k"], slot=slot, cfg=cfg, on_step=report)
+    skip = EVOLVE_ONLY + (() if family else ("start",))
+    doc = envelope("tune", args, settings_doc(s, skip) | {"slot": list(slot)}, method="grad", workload=source)
     write_result(s["json"], doc | result.to_json())
     say(f"best hard objective {100 * result.hard:.3f}% (start {100 * result.start_hard:.3f}%); held-out "
         f"{100 * result.heldout:.3f}% (start {100 * result.start_heldout:.3f}%), {time.perf_counter() - t0:.0f}s")
     if s["json"]:
         say(f"wrote {s['json']}")
-    return 0
-
-
-def _run_user(s, args) -> int:
-    """Gradient tuning of a parameterized user policy from its parameters (defaults or --policy-params)."""
-    from ..errors import InputError
-    from ..relax import RelaxConfig, tune
-
-    cfg = RelaxConfig(temperature=s["temperature"], sharpness=s["sharpness"], policy=s["policy"])
-    t0 = time.perf_counter()
-    train, held, source, slot = tuning_inputs(s, args.quiet)
-    say = printer(args.quiet)
-    say(f"tune --method grad --policy {cfg.policy}: train {train.cluster.num_machines} machines x "
-        f"{train.workload.num_tasks} tasks; {s['steps']} Adam steps, lr {s['learning_rate']:g}")
-    report = lambda h: say(f"{h.index:>4}  {100 * h.relaxed:8.3f}  {100 * h.hard:8.3f}  "
-                           f"{time.perf_counter() - t0:6.0f}s  " + ",".join(f"{x:.3g}" for x in h.genome))
-    try:
-        result = tune(train, held, None, steps=s["steps"], learning_rate=s["learning_rate"], trials=s["trials"],
-                      seed=s["seed"], sample_k=s["sample_k"], slot=slot, cfg=cfg, on_step=report)
-    except InputError as e:
-        raise UsageError(f"--policy: {e}") from None
-    doc = envelope("tune", args, settings_doc(s, EVOLVE_ONLY + ("start",)) | {"slot": list(slot)}, method="grad",
-                   workload=source)
-    write_result(s["json"], doc | result.to_json())
-    say(f"best hard objective {100 * result.hard:.3f}% (start {100 * result.start_hard:.3f}%); held-out "
-        f"{100 * result.heldout:.3f}% (start {100 * result.start_heldout:.3f}%), {time.perf_counter() - t0:.0f}s")
     return 0
