@@ -30,11 +30,13 @@ DEFAULT_SLOT = (0.05, 0.05)
 GENOME_SIZE = 8
 GENOME_NAMES = ("w0", "w1", "w2", "w3", "w4", "w5", "p1", "p2")
 ALPHA_EVOLVE_GENOME = (1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0)
-# The champion of `jaxsched evolve --config configs/evolve_google2011.toml` (20 generations x 64
-# genomes on the Google 2011 sample's peak snapshot); the run's record, with its train and
-# held-out figures against alpha_evolve, is results/evolve_google2011.json (docs/tuning.md).
-EVO_SEARCH_GENOME = (0.7270955443382263, -1.0, 0.5532993674278259, 0.0, 0.25925490260124207,
-                     0.5836607217788696, 0.335473895072937, 2.4551761150360107)
+# The champion of `jaxsched evolve --config configs/evolve_google2011.toml --strategy cma_es` (CMA-ES,
+# 20 generations x 64 genomes on the Google 2011 sample's peak snapshot); the run's record, with its
+# train and held-out figures against alpha_evolve, is results/evolve_google2011_cma_es.json, and the
+# comparison that replaced the (mu + lambda) champion of results/evolve_google2011.json is in
+# docs/tuning.md.
+EVO_SEARCH_GENOME = (0.32816994190216064, 0.40919214487075806, 0.2400878667831421, 0.6399112939834595,
+                     -0.0423172190785408, -1.0, 0.25, 4.0)
 _EVO_SEARCH = np.asarray(EVO_SEARCH_GENOME, np.float32)
 
 
@@ -202,44 +204,62 @@ def _inv(c):
     return jnp.where(c > 1e-30, 1.0 / jnp.where(c > 1e-30, c, 1.0), 0.0)
 
 
-def _ratio_power(num, den, num_pow, den_pow, p):
-    """The clamped ratio num / den (`_ratio`) to the power p, as num^p x den^-p (given) where the
-    ratio is within its bounds, else the bound's power. Both factors are finite for values
-    between about 1e-15 and 1e15 (|p| <= 2.5); beyond, the family's final guard applies."""
-    inside = (den > 0) & (num >= RATIO_MIN * den) & (num <= RATIO_MAX * den)
-    high = jnp.where(den > 0, num > RATIO_MAX * den, num > 0)
-    bound = jnp.where(high, np.float32(float(RATIO_MAX) ** float(p)), np.float32(float(RATIO_MIN) ** float(p)))
-    return jnp.where(inside, num_pow * den_pow, bound)
-
-
-def _powers(x, ps):
-    """x^p for each static p (1 where x <= 0, where no caller reads them)."""
-    lx = jnp.log(jnp.where(x > 0, x, 1.0))
-    return tuple(jnp.exp(np.float32(p) * lx) for p in ps)
+def _static_power(x, p: float):
+    """x^p (x > 0) for a power known when tracing: square roots and products where 4p is a whole
+    number of at most 16 (no exp or log), else exp(p log x)."""
+    q = 4.0 * p
+    if q != round(q) or abs(q) > 16:
+        return jnp.exp(np.float32(p) * jnp.log(x))
+    whole, quarters = divmod(abs(int(round(q))), 4)
+    factors = []
+    if quarters:
+        root = jnp.sqrt(x)
+        factors += {1: [jnp.sqrt(root)], 2: [root], 3: [root, jnp.sqrt(root)]}[quarters]
+    base = x
+    while whole:  # x^whole by repeated squaring
+        if whole & 1:
+            factors.append(base)
+        whole >>= 1
+        if whole:
+            base = base * base
+    y = functools.reduce(jnp.multiply, factors) if factors else jnp.ones_like(x)
+    return 1.0 / y if p < 0 else y
 
 
 def _evo_search_cached(f, ic):
-    """evo_search's powers of the machine's free CPU and memory, f0^-p1, f0^p2, f1^-p1, f1^-p2: the
-    machine's half of each of its powers of a and b (`_evo_search`)."""
-    p1, p2 = float(_EVO_SEARCH[6]), float(_EVO_SEARCH[7])
-    return _powers(f[0], (-p1, p2)) + _powers(f[1], (-p1, -p2))
+    """The machine's halves of evo_search's terms: 1 / f and f^-p1 per CPU and memory (0 and 1
+    where f <= 0, which `_kept_ratio` does not read)."""
+    p1 = float(_EVO_SEARCH[6])
+    pos = tuple(x > 0 for x in f[:2])
+    safe = tuple(jnp.where(ok, x, 1.0) for ok, x in zip(pos, f))
+    inv = tuple(jnp.where(ok, 1.0 / x, 0.0) for ok, x in zip(pos, safe))
+    return inv + tuple(_static_power(x, -p1) for x in safe)
+
+
+def _kept_ratio(d, f, inv_f, f_p, p):
+    """The clamped ratio d / f (`_ratio`) and its power p from the machine's kept 1 / f and f^-p:
+    d^p f^-p where the ratio is inside its bounds, else the bound's power."""
+    raw = d * inv_f
+    inside = (f > 0) & (raw >= RATIO_MIN) & (raw <= RATIO_MAX)
+    ratio = jnp.where(f > 0, jnp.clip(raw, RATIO_MIN, RATIO_MAX), jnp.where(d > 0, RATIO_MAX, RATIO_MIN))
+    bound = jnp.where(ratio >= RATIO_MAX, np.float32(float(RATIO_MAX) ** p), np.float32(float(RATIO_MIN) ** p))
+    return ratio, jnp.where(inside, _static_power(d, p) * f_p, bound)
 
 
 def _evo_search(t: Terms, g):
-    """`family` at evo_search's genome (w3 = 0). Where a full scan keeps the machines' powers of
-    their free capacity (`Policy.cached`), each power of a and b is the task's power of its demand
-    times the machine's (`_ratio_power`): no exp or log a machine, where the family takes three
-    exps and two logs; the two agree within float32 rounding (1e-5). Elsewhere (a sampled step
-    scores few machines) the family's own form, cheaper than computing the four powers there."""
-    if not t.cached:
-        return family(t, _EVO_SEARCH)
-    w0, w1, w2, _, w4, w5, p1, p2 = (float(v) for v in _EVO_SEARCH)
-    a_p1, a_p2, b_p1, b_p2 = t.cached  # f0^-p1, f0^p2, f1^-p1, f1^-p2
-    (d0_p1, d0_p2), (d1_p1, d1_p2) = _powers(t.d[0], (p1, -p2)), _powers(t.d[1], (p1, p2))
-    a1 = _ratio_power(t.d[0], t.f[0], d0_p1, a_p1, p1)  # a^p1
-    b1 = _ratio_power(t.d[1], t.f[1], d1_p1, b_p1, p1)  # b^p1
-    ba = _ratio_power(t.d[1], t.f[1], d1_p2, b_p2, p2) * _ratio_power(t.d[0], t.f[0], d0_p2, a_p2, -p2)  # (b/a)^p2
-    s = w0 * a1 + w1 * b1 + w2 * ba + w4 * t.fit + w5 * jnp.abs(t.rho[0] - t.rho[1])
+    """`family` at evo_search's genome, with its powers fixed when tracing (`_static_power`): at
+    p1 = 1/4 and p2 = 4, square roots and products instead of the family's logs and exps (within
+    float32 rounding of the family), (a/b)^p2 as the inverse of (b/a)^p2 as in the family. Where a
+    full scan keeps each machine's 1 / f and f^-p1 (`Policy.cached`), a and b are products and
+    a^p1, b^p1 the task's power of its demand times the machine's (`_kept_ratio`)."""
+    w0, w1, w2, w3, w4, w5, p1, p2 = (float(v) for v in _EVO_SEARCH)
+    if t.cached:
+        (a, a1), (b, b1) = (_kept_ratio(t.d[x], t.f[x], t.cached[x], t.cached[2 + x], p1) for x in (0, 1))
+    else:
+        a, b = t.a, t.b
+        a1, b1 = _static_power(a, p1), _static_power(b, p1)
+    ba = _static_power(b / a, p2)  # a, b are clamped to [1e-4, 1e4], so (b/a)^4 is finite
+    s = w0 * a1 + w1 * b1 + w2 * ba + w3 * (1.0 / ba) + w4 * t.fit + w5 * jnp.abs(t.rho[0] - t.rho[1])
     return jnp.nan_to_num(-s, nan=-3e38, posinf=3e38, neginf=-3e38)
 
 

@@ -34,8 +34,8 @@ def _clamped_ratio(num, den):
 
 
 def evo_search_record() -> dict:
-    """The recorded evolution run whose champion genome is `evo_search`."""
-    path = pathlib.Path(__file__).resolve().parents[1] / "results" / "evolve_google2011.json"
+    """The recorded evolution run whose champion genome is `evo_search` (CMA-ES; docs/tuning.md)."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "results" / "evolve_google2011_cma_es.json"
     return json.loads(path.read_text())
 
 
