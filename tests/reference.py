@@ -33,10 +33,14 @@ def _clamped_ratio(num, den):
     return np.clip(raw, LO, HI)
 
 
+def result_record(name: str) -> dict:
+    """A run's JSON record under the repository's results/."""
+    return json.loads((pathlib.Path(__file__).resolve().parents[1] / "results" / name).read_text())
+
+
 def evo_search_record() -> dict:
     """The recorded evolution run whose champion genome is `evo_search` (CMA-ES; docs/tuning.md)."""
-    path = pathlib.Path(__file__).resolve().parents[1] / "results" / "evolve_google2011_cma_es.json"
-    return json.loads(path.read_text())
+    return result_record("evolve_google2011_cma_es.json")
 
 
 def scores(name, d, f, c, genome=None, noise=None, slot=(0.05, 0.05)):

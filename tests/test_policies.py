@@ -1,8 +1,6 @@
 """Every policy's JAX score against the float64 reference, and the spec's guards."""
 
-import json
 import os
-import pathlib
 
 import jax.numpy as jnp
 import numpy as np
@@ -155,9 +153,8 @@ def test_evo_search_replaced_the_previous_champion_by_the_issues_rule():
     """The CMA-ES champion was shipped because, on the held-out snapshot over the same 10 shuffled
     orders, its mean minus one trial sd beat the previous evo_search's mean plus one sd
     (results/heldout_cma_es_vs_evo_search.json: the champion scored as `family` at its genome)."""
-    root = pathlib.Path(__file__).resolve().parents[1] / "results"
-    heldout = json.loads((root / "heldout_cma_es_vs_evo_search.json").read_text())
-    previous = json.loads((root / "evolve_google2011.json").read_text())["champion"]["genome"]
+    heldout = reference.result_record("heldout_cma_es_vs_evo_search.json")
+    previous = reference.result_record("evolve_google2011.json")["champion"]["genome"]
     assert tuple(heldout["settings"]["genome"]) == policies.EVO_SEARCH_GENOME
     assert tuple(previous) != policies.EVO_SEARCH_GENOME
     new, old = (heldout["policies"][k]["placed_weighted"] for k in ("family", "evo_search"))
