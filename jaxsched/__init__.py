@@ -1,42 +1,56 @@
-"""jaxsched: cluster-scheduling placement policies as batched, vectorized JAX programs."""
+"""jaxsched: cluster-scheduling placement policies as batched, vectorized JAX programs.
+
+Every name below is importable from the package itself (`jaxsched.pack`, `jaxsched.run_snapshot`);
+each loads its module on first use, so that `import jaxsched` (and the command line) does not
+pay for JAX, pyarrow or SciPy before they are needed.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-# The problem's data
-from .types import Cluster, PackState, Workload
-from .errors import InputError
+# name -> the submodule that defines it
+_EXPORTS = {
+    # The problem's data
+    "Cluster": "types", "PackState": "types", "Workload": "types", "InputError": "errors",
+    # Workloads: the synthetic generator and real traces, filtered and cut to snapshots
+    "synthetic_cluster": "synthetic", "synthetic_event_workload": "synthetic", "synthetic_instance": "synthetic",
+    "synthetic_workload": "synthetic",
+    "Trace": "traces", "load_alibaba_gpu": "traces", "load_google2011": "traces", "load_trace": "traces",
+    "Filters": "filters", "alive_at": "filters", "apply_filters": "filters", "busiest_instant": "filters",
+    "snapshot_tasks": "filters",
+    # Policies and the batched packing
+    "ALPHA_EVOLVE_GENOME": "policies", "FAMILY": "policies", "GENOME_NAMES": "policies", "REGISTRY": "policies",
+    "Policy": "policies", "Terms": "policies", "get_policy": "policies", "policy_names": "policies",
+    "score": "policies",
+    "check_policy": "user_policies", "load_policy_file": "user_policies", "policy": "user_policies",
+    "with_params": "user_policies",
+    "PackConfig": "packing", "pack": "packing",
+    "trial_keys": "rng", "trial_orders": "rng",
+    # Experiments
+    "Metrics": "metrics", "cluster_metrics": "metrics", "snapshot_metrics": "metrics",
+    "SnapshotConfig": "snapshot", "SnapshotResult": "snapshot", "run_snapshot": "snapshot",
+    "EventConfig": "event", "EventResult": "event", "EventRunConfig": "event", "Replay": "event", "replay": "event",
+    "run_event": "event",
+    "build_report": "report",
+}
+_SUBMODULES = ("cvx", "errors")
 
-# Workloads: the synthetic generator and real traces, filtered and cut to snapshots
-from .synthetic import synthetic_cluster, synthetic_event_workload, synthetic_instance, synthetic_workload
-from .traces import Trace, load_alibaba_gpu, load_google2011, load_trace
-from .filters import Filters, alive_at, apply_filters, busiest_instant, snapshot_tasks
+__all__ = sorted(_EXPORTS) + list(_SUBMODULES)
 
-# Policies and the batched packing
-from .policies import (ALPHA_EVOLVE_GENOME, FAMILY, GENOME_NAMES, REGISTRY, Policy, Terms, get_policy,
-                       policy_names, score)
-from .user_policies import check_policy, load_policy_file, policy, with_params
-from .packing import PackConfig, pack
-from .rng import trial_keys, trial_orders
 
-# Experiments
-from .metrics import Metrics, cluster_metrics, snapshot_metrics
-from .snapshot import SnapshotConfig, SnapshotResult, run_snapshot
-from .event import EventConfig, EventResult, EventRunConfig, Replay, replay, run_event
-from .report import build_report
-from . import cvx, errors
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-__all__ = [
-    # data
-    "Cluster", "InputError", "PackState", "Workload", "errors",
-    # workloads
-    "Filters", "Trace", "alive_at", "apply_filters", "busiest_instant", "load_alibaba_gpu", "load_google2011",
-    "load_trace", "snapshot_tasks", "synthetic_cluster", "synthetic_event_workload", "synthetic_instance",
-    "synthetic_workload",
-    # policies and packing
-    "ALPHA_EVOLVE_GENOME", "FAMILY", "GENOME_NAMES", "PackConfig", "Policy", "REGISTRY", "Terms", "check_policy",
-    "get_policy", "load_policy_file", "pack", "policy", "policy_names", "score", "trial_keys", "trial_orders",
-    "with_params",
-    # experiments
-    "EventConfig", "EventResult", "EventRunConfig", "Metrics", "Replay", "SnapshotConfig", "SnapshotResult",
-    "build_report", "cluster_metrics", "cvx", "replay", "run_event", "run_snapshot", "snapshot_metrics",
-]
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxsched
-from jaxsched import packing, policies, rng
+from jaxsched import packing, pickers, policies, rng
 from jaxsched.packing import PackConfig, pack
 from jaxsched.types import Cluster, Workload
 
@@ -35,14 +35,9 @@ def draws(keys, N, M, k):
     return samples, noise  # [T, N, K], [T, N, M]
 
 
-# (3, 3): an odd R pads the sampled state's last pair; paired=False: the f32 state used off CPU.
-@pytest.mark.parametrize("sample_k,R,paired", [(0, 2, False), (3, 2, True), (3, 3, True), (3, 3, False)])
-def test_placements_match_reference(monkeypatch, sample_k, R, paired):
-    if not paired:
-        monkeypatch.setattr(packing, "uses_pairs", lambda cfg: False)
-    paired_calls = []
-    to_pairs = packing.to_pairs
-    monkeypatch.setattr(packing, "to_pairs", lambda x: paired_calls.append(1) or to_pairs(x))
+# (3, 3): an odd R pads the sampled state's last pair of dimensions.
+@pytest.mark.parametrize("sample_k,R", [(0, 2), (3, 2), (3, 3)])
+def test_placements_match_reference(sample_k, R):
     checked = {n: 0 for n in NAMES}
     for seed in range(3):
         cluster, wl = instance(seed, R=R)
@@ -64,7 +59,6 @@ def test_placements_match_reference(monkeypatch, sample_k, R, paired):
                 np.testing.assert_allclose(st_.free[p, t], free, atol=1e-5)
     assert all(v >= 2 for v in checked.values()), checked
     assert sum(checked.values()) >= 0.8 * 6 * len(NAMES), checked
-    assert bool(paired_calls) == paired  # the state form the case names was the one packed
 
 
 @pytest.mark.parametrize("sample_k", [0, 3])
@@ -204,29 +198,25 @@ def test_unplaceable_task_stays_unplaced():
     assert st_.placement[0, 0, 0] == -1 and st_.placement[0, 0, 1] >= 0
 
 
-def test_optimistic_sampling_equals_always_falling_back(monkeypatch):
-    """Blocks first run without the fallback branch; redoing them with it changes nothing."""
-    from jaxsched import packing
+def test_windows_and_chunks_do_not_change_results(monkeypatch):
+    """The sampled engine keeps only the exact prefix of each window: any window length and any
+    chunk length give the same placements and free capacity, through a filling cluster (fallback
+    scans, failed scans remembered, rows ending windows at different places)."""
+    from jaxsched import speculative
 
-    cluster, wl = instance(5, M=200, N=500)  # fills up: the second block needs the fallback
+    cluster, wl = instance(5, M=100, N=500)
     keys = rng.trial_keys(0, "test", 2)
-    cfg = PackConfig(policies=("best_fit", "random"), sample_k=2, block=64)
-    calls = []
-    fast = packing._pack_block_fast
-    monkeypatch.setattr(packing, "shard_devices", lambda trials: tuple(jax.local_devices())[:1])
-
-    def spy(*a, **k):
-        out = fast(*a, **k)
-        calls.append(bool(out[2]))
-        return out
-
-    monkeypatch.setattr(packing, "_pack_block_fast", spy)
-    optimistic = pack(cluster, wl, cfg, keys)
-    assert calls[0] is False and calls[-1] is True  # fast blocks kept, then a redo
-    monkeypatch.setattr(packing, "_pack_block_fast", lambda *a, **k: (None, None, np.bool_(True)))
-    always = pack(cluster, wl, cfg, keys)
-    np.testing.assert_array_equal(optimistic.placement, always.placement)
-    np.testing.assert_array_equal(optimistic.free, always.free)
+    names = ("best_fit", "random", "alpha_evolve")
+    runs = []
+    for window, chunk in ((1, 1024), (2, 7), (5, 64), (16, 1024), (32, 33)):
+        monkeypatch.setattr(speculative, "CHUNK_TASKS", chunk)
+        speculative.LAST_STATS.clear()
+        runs.append(pack(cluster, wl, PackConfig(policies=names, sample_k=2, window=window), keys))
+        assert speculative.LAST_STATS["scans"] > 0  # overloaded: fallback scans ran
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other.placement, runs[0].placement)
+        np.testing.assert_array_equal(other.free, runs[0].free)
+    assert np.mean(runs[0].placement < 0) > 0.05
 
 
 def test_trial_groups_give_the_same_results(monkeypatch):
@@ -335,40 +325,42 @@ def test_policies_split_over_two_devices_match_one_device(monkeypatch):
 
 
 @pytest.mark.parametrize("R", [2, 3])
-def test_row_bound_is_the_largest_free_value_per_dimension(R):
-    """The fallback skips a row whose task exceeds this bound, in either form of the state."""
+def test_pairs_round_trip(R):
+    """The sampled state's pairs of dimensions hold the free capacity exactly, an odd R padded."""
+    from jaxsched import speculative
+
     free = np.random.default_rng(R).uniform(-1, 1, (3, 2, R, 40)).astype(np.float32)
-    want = free.max(axis=-1)
-    np.testing.assert_array_equal(np.asarray(packing.row_bound(jnp.asarray(free), R)), want)
-    paired = packing.to_state(jnp.asarray(free), PackConfig(policies=("best_fit",) * 3, sample_k=2))
-    assert jnp.iscomplexobj(paired) and paired.shape == (2, (R + 1) // 2, 40, 3)  # machine-major pairs [T, C, Mp, P]
-    np.testing.assert_array_equal(np.asarray(packing.row_bound(paired, R)), want)
-    np.testing.assert_array_equal(np.asarray(packing.from_state(paired, R)), free)
+    z = speculative.to_pairs(jnp.asarray(free))
+    assert jnp.iscomplexobj(z) and z.shape == (3, 2, (R + 1) // 2, 40)
+    np.testing.assert_array_equal(np.asarray(speculative.from_pairs(z, R)), free)
+    rows = speculative.pair_rows(z, R)
+    for x in range(R):
+        np.testing.assert_array_equal(np.asarray(rows[x]), free[:, :, x])
 
 
-@pytest.mark.parametrize("R,paired", [(2, False), (2, True), (3, True)])
-def test_fit_bound_never_skips_a_task_that_fits(R, paired):
-    """`may_fit` is True wherever some machine is feasible (d <= f + 1e-6 on every dimension),
-    in either form of the state, and its staircase rules out tasks that the per-dimension
-    maxima alone would let through."""
-    g = np.random.default_rng(R + 10 * paired)
-    P, T, M, N = 4, 2, 40, 400
-    assert P * T >= packing.STAIR_MIN_ROWS  # enough rows for the staircase
-    free = g.uniform(0, 1, (P, T, R, M)).astype(np.float32) ** 3  # mostly small free values
-    free[0, 0, :, :5] = -1.0  # padding machines: never feasible
-    demand = g.uniform(0, 0.6, (N, T, R)).astype(np.float32)
-    demand[:20] = free[0, 0, :, 5 + np.arange(20)][:, None, :] + np.float32(1e-6)  # at the tolerance (unscaled)
-    scale = g.uniform(0.5, 1.5, (P, T)).astype(np.float32)
-    state = packing.to_state(jnp.asarray(free), PackConfig(policies=("best_fit",) * P, sample_k=2 if paired else 0))
-    assert jnp.iscomplexobj(state) == paired
-    bound = packing.fit_bound(state, R, jnp.asarray(demand[:64]), jnp.asarray(scale))
-    d = demand[:, None] * scale[None, ..., None]  # [N, P, T, R], as the step scales it
-    fits = np.any(np.all(d[..., None] <= free[None] + np.float32(1e-6), axis=-2), axis=-1)  # [N, P, T]
-    may = np.stack([np.asarray(packing.may_fit(bound, jnp.asarray(x))) for x in d])
+@pytest.mark.parametrize("R", [2, 3])
+def test_fit_bound_never_skips_a_task_that_fits(R):
+    """`_may_fit` is True wherever some machine is feasible (d <= f + 1e-6 on every dimension),
+    and its staircase rules out tasks that the per-dimension maxima alone would let through."""
+    from jaxsched import speculative
+
+    g = np.random.default_rng(R)
+    G, M, N = 8, 40, 400
+    free = g.uniform(0, 1, (G, R, M)).astype(np.float32) ** 3  # mostly small free values
+    free[0, :, :5] = -1.0  # padding machines: never feasible
+    demand = g.uniform(0, 0.6, (N, R)).astype(np.float32)
+    demand[:20] = free[0, :, 5 + np.arange(20)] + np.float32(1e-6)  # at the tolerance ([20, R])
+    scale = g.uniform(0.5, 1.5, G).astype(np.float32)
+    cuts = speculative.staircase_cuts(demand)
+    assert cuts.shape == (2, speculative.STAIRS)
+    bound = speculative._bound(tuple(jnp.asarray(free[:, x]) for x in range(R)),
+                               jnp.asarray(cuts[:, None, :] * scale[None, :, None]))
+    d = demand[None] * scale[:, None, None]  # [G, N, R], as the step scales it
+    fits = np.any(np.all(d[..., None] <= free[:, None] + np.float32(1e-6), axis=-2), axis=-1)  # [G, N]
+    may = np.asarray(speculative._may_fit(bound, jnp.asarray(d)))
     assert not np.any(fits & ~may)  # sound
-    # The staircase (on CPU and memory) rules out tasks that the per-dimension maxima let through.
-    top_only = np.all(d <= free.max(axis=-1)[None] + np.float32(1e-6), axis=-1)
-    fits01 = np.any(np.all(d[..., :2, None] <= free[None, :, :, :2] + np.float32(1e-6), axis=-2), axis=-1)
+    top_only = np.all(d <= free.max(axis=-1)[:, None] + np.float32(1e-6), axis=-1)
+    fits01 = np.any(np.all(d[..., :2, None] <= free[:, None, :2] + np.float32(1e-6), axis=-2), axis=-1)
     pruned, missed = np.sum(top_only & ~may), np.sum(top_only & ~fits01)
     assert pruned > (0.3 * missed if R == 2 else 0) and missed > 0
 
@@ -383,7 +375,7 @@ def test_first_best_is_the_lowest_index_argmax_with_many_ties(X):
     s[:8] = -np.inf
     s[8:16] = np.where(g.random((8, X)) < 0.99, -np.inf, 1.0)
     s[16, -1] = 9.0
-    got = np.asarray(jax.jit(lambda x: packing.first_best(x, jnp.int32(X)))(s))
+    got = np.asarray(jax.jit(lambda x: pickers.first_best(x, jnp.int32(X)))(s))
     want = np.where(np.any(s > -np.inf, axis=1), np.argmax(s, axis=1), X)
     np.testing.assert_array_equal(got, want)
 

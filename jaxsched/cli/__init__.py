@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="on a CPU, split the trials over N devices, one thread each (give it before the "
                         "command; default auto: one per core, or what XLA_FLAGS' "
                         "--xla_force_host_platform_device_count says; results are identical for any N)")
+    parser.add_argument("--no-compile-cache", action="store_true",
+                        help="do not keep compiled programs in JAX's persistent cache (default: kept in "
+                        "$XDG_CACHE_HOME/jaxsched/xla or ~/.cache/jaxsched/xla, or JAX_COMPILATION_CACHE_DIR; "
+                        "JAXSCHED_COMPILE_CACHE=0 also turns it off), so that a second run does not compile again")
     multi = parser.add_argument_group("several hosts (jax.distributed; give these before the command)")
     multi.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0; with --num-processes "
                        "and --process-id, every process runs the same command and the batch is split over the "
@@ -99,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         _set_cpu_devices(args)
+        if not args.no_compile_cache and args.command not in ("report", "policies"):
+            from ..compile_cache import enable
+
+            enable()
         if args.coordinator or args.num_processes is not None or args.process_id is not None:
             _start_distributed(args)
         return COMMANDS[args.command].run(args)

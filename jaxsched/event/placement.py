@@ -10,7 +10,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import rng
-from ..packing import first_best, score_rows
+from ..packing import score_rows
+from ..pickers import first_best
 from ..policies import feasible
 from .inputs import INF
 from .state import columns, get, rows
