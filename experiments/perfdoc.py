@@ -182,7 +182,28 @@ def user_policy(d: dict, src: str) -> list[str]:
                                                "identical placements"], rows)
 
 
-SECTIONS = (("bench_snapshot.json", snapshot), ("bench_trace_load.json", trace_load),
+def peer(d: dict, src: str) -> list[str]:
+    rows = []
+    for name, c in d["cases"].items():
+        s = c["summary"]
+        placed = s["placed_equal_peer"]
+        rows.append([f"{name}: {c['title']}", f"{s['cli_cold_s']:.2f} s", f"{s['cli_s']:.2f} s", f"{s['inproc_s']:.3f} s",
+                     f"{s['peerN_pack_s']:.3f} s", f"{s['peerN_wall_s']:.2f} s", f"{s['peer1_pack_s']:.3f} s",
+                     f"**{s['inproc_over_peerN']:.2f}x**", f"**{s['e2e_over_peerN_e2e']:.2f}x**",
+                     f"{sum(placed.values())}/{len(placed)}"])
+    hw = d["hardware"]
+    return [f"### Against the C++ peer (`{src}`)", "",
+            f"The C++ packer of `../shared/bench/peer` on the same cores ({d['peer_threads']} threads), reading "
+            f"jaxsched's trial orders and draws; jaxsched on {hw.get('devices')} {hw.get('backend')} device(s). "
+            f"Medians of {d['pairs']} paired rounds; ratios are jaxsched / peer within a round (below 1: jaxsched "
+            f"faster). In process: the second `pack` call; e2e: the whole `jaxsched snapshot` process, a second run "
+            f"(compiled programs from the persistent cache), warm trace cache; cold: an empty compilation cache. "
+            f"{_hw(d)}.", ""] + _table(
+        ["case", "CLI cold", "CLI e2e", "in process", "peer pack", "peer e2e", "peer 1 thread", "in process / peer",
+         "e2e / peer e2e", "placed = peer"], rows)
+
+
+SECTIONS = (("bench_peer.json", peer), ("bench_snapshot.json", snapshot), ("bench_trace_load.json", trace_load),
             ("bench_compaction.json", compaction), ("bench_evolve.json", evolve), ("bench_event.json", event),
             ("bench_cvx.json", cvx), ("bench_sharding.json", sharding), ("bench_policy_cost.json", policy_cost),
             ("bench_gpushare.json", gpushare), ("bench_user_policy.json", user_policy), ("relaxation_sweep.json", relaxation))

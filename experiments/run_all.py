@@ -98,7 +98,18 @@ def _user_policy(d):
              None) for mode, m in d["modes"].items()]
 
 
-HEADLINES = {"snapshot": _snapshot, "gpushare": _gpushare, "user_policy": _user_policy, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
+def _peer(d):
+    rows = []
+    for name, c in d["cases"].items():
+        s, goals = c["summary"], c["summary"].get("goals", {})
+        g = goals.get("inproc", {}).get("goal")
+        rows.append((f"case {name}, in process: peer / jaxsched time", 1 / s["inproc_over_peerN"], 1 / g if g else None))
+        g = goals.get("e2e", {}).get("goal")
+        rows.append((f"case {name}, CLI end to end: peer / jaxsched time", 1 / s["e2e_over_peerN_e2e"], 1 / g if g else None))
+    return rows
+
+
+HEADLINES = {"peer": _peer, "snapshot": _snapshot, "gpushare": _gpushare, "user_policy": _user_policy, "trace_load": _trace, "compaction": _compaction, "evolve": _evolve,
              "event": _event, "cvx": _cvx, "sharding": _sharding, "policy_cost": _policy_cost}
 
 

@@ -276,8 +276,8 @@ def _placer(devices):
     devices it is split over (as a global array); unchanged on one device. Arguments that
     stay the same from block to block are placed once: passing single-device arrays to a
     sharded program makes JAX copy them over at every call."""
-    if len(devices) < 2:
-        return lambda i, x: x
+    if len(devices) < 2:  # on the device once, not copied over at every block
+        return lambda i, x: jax.device_put(x, devices[0] if devices else None)
     mesh = _mesh(devices)
     return lambda i, x: _global(x, mesh, _BLOCK_SPECS[0][i])
 
@@ -341,9 +341,10 @@ def _pack_trials(cfg, cap_t, inv_t, demand, orders, M, genomes, swords, nwords, 
     machine i32[N, P, T], Mp where unplaced)."""
     T, N = orders.shape
     R, Mp = cap_t.shape
-    rank, prefix, scale, limit = (jnp.asarray(a) for a in variants)
+    rank, prefix, scale, limit = variants
     in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
-    free = jnp.where(in_prefix, encode_free(cap_t, inv_t)[None, None], PAD_CAPACITY)
+    free = np.where(in_prefix, np.where(inv_t > 0, cap_t, ZERO_CAPACITY_FREE)[None, None], PAD_CAPACITY)
+    free = free.astype(np.float32)  # the state `encode_free` gives
     if cfg.sample_k > 0:
         return speculative.pack_trials(cfg, free, inv_t, demand, orders, M, genomes, swords, nwords, scale, limit,
                                        progress, devices, to_host)
@@ -353,11 +354,11 @@ def _pack_trials(cfg, cap_t, inv_t, demand, orders, M, genomes, swords, nwords, 
     place = _placer(devices)
     free = place(0, free)
     inv_t, demand, num_tasks, genomes, nwords, scale, limit = (
-        place(i, x) for i, x in ((1, inv_t), (2, demand), (5, jnp.int32(N)), (6, genomes), (7, nwords), (8, scale),
+        place(i, x) for i, x in ((1, inv_t), (2, demand), (5, np.int32(N)), (6, genomes), (7, nwords), (8, scale),
                                  (9, limit)))
     chosen = []
     for start in range(0, padded.shape[1], block):
-        args = (inv_t, demand, place(3, jnp.asarray(padded[:, start:start + block])), place(4, jnp.int32(start)),
+        args = (inv_t, demand, place(3, padded[:, start:start + block]), place(4, np.int32(start)),
                 num_tasks, genomes, nwords, scale, limit)
         free, j = _run_block(free, args, cfg, devices)
         chosen.append(j)
@@ -437,29 +438,35 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
     genomes = np.asarray(genomes, np.float32)
     if genomes.shape != (P, genome_width(cfg.policies)):
         raise InputError(f"genomes must have shape ({P}, {genome_width(cfg.policies)}), got {genomes.shape}")
-    orders = np.asarray(rng.trial_orders(keys, N) if orders is None else orders, np.int32)
-    shares = (policy_shares(cfg) or genome_shares(cfg, T)) if device is None else []
-    if len(shares) > 1:
-        return _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares)
-    cap = np.asarray(cluster.capacity, np.float32)
-    demand = jnp.asarray(workload.demand, jnp.float32)
-    M, R = cap.shape
-    slot = slot_vector(cfg.slot, R)
-    block = _block_size(cfg.block, N)
-    cfg = dataclasses.replace(cfg, slot=slot, block=block)
     if cfg.sample_k < 0:
         raise InputError(f"sample_k must be >= 0, got {cfg.sample_k}")
     if cfg.window < 0:
         raise InputError(f"window must be >= 0 (0: chosen from the cluster), got {cfg.window}")
+    orders = np.asarray(rng.trial_orders(keys, N) if orders is None else orders, np.int32)
+    # The trials' hash words, computed once for every share of the rows.
+    words = np.asarray(rng.hash_words(keys, rng.STREAM_SAMPLE)), np.asarray(rng.hash_words(keys, rng.STREAM_NOISE))
+    shares = (policy_shares(cfg) or genome_shares(cfg, T)) if device is None else []
+    if len(shares) > 1:
+        return _pack_policy_shares(cluster, workload, cfg, genomes, orders, words, progress, variants, shares)
+    return _pack_rows(cluster, workload, cfg, genomes, orders, words, progress, variants, device)
 
+
+_inverse = jax.jit(safe_inverse)
+
+
+def _pack_rows(cluster, workload, cfg, genomes, orders, words, progress, variants, device) -> PackState:
+    """`pack` on one device, or with the trials split over several (`shard_devices`): genomes,
+    orders and the trials' hash words (sample, noise) are pack's, already filled in."""
+    P, (T, N) = len(cfg.policies), orders.shape
+    cap = np.asarray(cluster.capacity, np.float32)
+    demand = np.asarray(workload.demand, np.float32)
+    M, R = cap.shape
+    cfg = dataclasses.replace(cfg, slot=slot_vector(cfg.slot, R), block=_block_size(cfg.block, N))
     Mp = -(-M // CHUNK) * CHUNK
     cap_np = np.full((R, Mp), PAD_CAPACITY, np.float32)
     cap_np[:, :M] = cap.T
-    cap_t = jnp.asarray(cap_np)
-    inv_t = safe_inverse(cap_t)
-    genomes = jnp.asarray(genomes)
-    swords = rng.hash_words(keys, rng.STREAM_SAMPLE)
-    nwords = rng.hash_words(keys, rng.STREAM_NOISE)
+    inv_np = np.asarray(_inverse(cap_np))  # XLA's division, as the policies' own terms divide
+    swords, nwords = words
     rank, prefix, scale, limit = _variant_arrays(variants, P, T, M, Mp, N)
 
     devices = (device,) if device is not None else shard_devices(T)
@@ -473,20 +480,20 @@ def pack(cluster: Cluster, workload: Workload, cfg: PackConfig, keys: jax.Array,
         # its last trial, whose results are dropped.
         trials = np.concatenate([trials, np.repeat(trials[-1:], -n % len(devices))])
         group_variants = (rank[trials], prefix[:, trials], scale[:, trials], limit[:, trials])
-        free, steps = _pack_trials(cfg, cap_t, inv_t, demand, orders[trials], M, genomes, swords[trials],
+        free, steps = _pack_trials(cfg, cap_np, inv_np, demand, orders[trials], M, genomes, swords[trials],
                                    nwords[trials], group_variants, report, devices)
         frees.append(free[:, :n])
         chosen.append(steps[:, :, :n])
-    free = _decode_free(np.concatenate(frees, axis=1), cap_np, np.asarray(inv_t) == 0)
+    free = _decode_free(np.concatenate(frees, axis=1), cap_np, inv_np == 0)
     return _pack_state(free, np.concatenate(chosen, axis=2), orders, M)
 
 
-def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress, variants, shares) -> PackState:
+def _pack_policy_shares(cluster, workload, cfg, genomes, orders, words, progress, variants, shares) -> PackState:
     """`pack` with its rows split over the local devices (`shares`, row ranges: whole policies,
     `policy_shares`, or a population's genomes, `genome_shares`): each share is its own
     program (its own rows, all trials) on its own device, driven from its own thread.
     XLA:CPU runs a step's small kernels on one thread, so this keeps every core busy without
-    the padding of a trial split; rows are independent, so results are identical. genomes and orders are pack's, already filled in."""
+    the padding of a trial split; rows are independent, so results are identical."""
     slowest = SlowestShare(progress, len(shares), int(np.shape(workload.demand)[0]))
 
     def run(i, device):
@@ -496,8 +503,8 @@ def _pack_policy_shares(cluster, workload, cfg, keys, genomes, orders, progress,
             rows = lambda a: None if a is None else np.asarray(a)[lo:hi]
             sub_variants = RowVariants(machine_rank=variants.machine_rank, prefix=rows(variants.prefix),
                                        demand_scale=rows(variants.demand_scale), task_limit=rows(variants.task_limit))
-        return pack(cluster, workload, dataclasses.replace(cfg, policies=cfg.policies[lo:hi]), keys, genomes[lo:hi],
-                    orders, slowest.reporter(i), sub_variants, device=device)
+        return _pack_rows(cluster, workload, dataclasses.replace(cfg, policies=cfg.policies[lo:hi]), genomes[lo:hi],
+                          orders, words, slowest.reporter(i), sub_variants, device)
 
     parts = on_devices(run, len(shares))
     return PackState(free=np.concatenate([p.free for p in parts]),

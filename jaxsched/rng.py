@@ -43,7 +43,13 @@ def trial_keys(seed: int, experiment: str, trials: int) -> jax.Array:
     Returns:
         key[T], threefry keys fold_in(fold_in(key(seed), crc32(experiment)), t).
     """
-    base = jax.random.fold_in(jax.random.key(seed), experiment_id(experiment))
+    return _trial_keys(seed, experiment_id(experiment), trials)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _trial_keys(seed: int, experiment: int, trials: int) -> jax.Array:
+    # One compiled program (cached on disk like the others) rather than a dispatch per operation.
+    base = jax.random.fold_in(jax.random.key(seed), experiment)
     return jax.vmap(lambda t: jax.random.fold_in(base, t))(jnp.arange(trials, dtype=jnp.uint32))
 
 
@@ -93,6 +99,7 @@ def _shuffle_keys(keys, stream, n: int, rounds: int):
 _SHUFFLE_EXPONENT = 3
 
 
+@functools.partial(jax.jit, static_argnums=1)
 def hash_words(keys: jax.Array, stream: int) -> jax.Array:
     """The two 32-bit words that seed a trial's counter hash for `stream`: u32[T, 2]."""
     return jax.vmap(lambda k: jax.random.bits(jax.random.fold_in(k, stream), (2,), jnp.uint32))(keys)
@@ -127,6 +134,17 @@ def sample_machines(words: jax.Array, step: jax.Array, k: int, num_machines: int
     """
     bits = counter_bits(words, step, jnp.arange(k))
     return (bits % jnp.uint32(num_machines)).astype(jnp.int32)
+
+
+def sample_table(words: jax.Array, first_step: jax.Array, n: int, k: int, num_machines: jax.Array) -> jax.Array:
+    """`sample_machines` of steps first_step .. first_step + n - 1: i32[T, n, K], laid out for
+    per-trial slices (the same bits: integer arithmetic, element for element)."""
+    steps = (jnp.asarray(first_step) + jnp.arange(n, dtype=jnp.int32)).astype(jnp.uint32)  # [n]
+    h = _mix32(steps[None, :] ^ words[:, 0:1])  # [T, n]
+    lanes = jnp.arange(k, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)
+    h = _mix32(h[:, :, None] ^ lanes[None, None, :])
+    bits = _mix32(h + words[:, 1:2, None])
+    return (bits % jnp.asarray(num_machines).astype(jnp.uint32)).astype(jnp.int32)
 
 
 def uniform_noise(words: jax.Array, step: jax.Array, machines: jax.Array) -> jax.Array:

@@ -41,7 +41,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from . import rng
 from .pickers import lowest_best, pick
-from .policies import FEASIBILITY_TOL, feasible, get_policy, score_machines, score_terms
+from .policies import FEASIBILITY_TOL, get_policy, score_machines, score_terms
 
 CHUNK_TASKS = 1024  # L: positions a compiled call advances every row by, at least
 MEMO = 8  # failed full scans remembered per row
@@ -127,8 +127,9 @@ def _bound(dims, cuts) -> Bound:
     top = jnp.stack([jnp.max(x, axis=-1) for x in dims], axis=-1)
     if len(dims) < 2 or cuts.shape[-1] == 0:
         return Bound(top, cuts, cuts)
-    other = [jnp.max(jnp.where(dims[x][:, None, :] >= cuts[x][..., None], dims[1 - x][:, None, :], -jnp.inf), axis=-1)
-             for x in range(2)]
+    # One threshold at a time: each maximum is one pass over the state, with no [G, S, Mp] intermediate.
+    other = [jnp.stack([jnp.max(jnp.where(dims[x] >= cuts[x][:, k, None], dims[1 - x], -jnp.inf), axis=-1)
+                        for k in range(cuts.shape[-1])], axis=-1) for x in range(2)]
     return Bound(top, cuts, jnp.stack(other))
 
 
@@ -168,39 +169,39 @@ def _scan_rows(free, d0, pos0, need, trial, genome, inv_dims, nwords, groups, sl
     """A full scan of the current state for the first task of each row in `need` (bool[G]):
     (i32[G], `none` elsewhere or where it fits nowhere; free, passed through).
 
-    One row at a time, in a while loop over the rows left: in a big batch a few rows miss at a
-    step. free complex64[G, C, Mp]; d0 f32[G, R]; pos0 i32[G]: its place in the order (the
-    `random` policy's noise step). The state goes through the loop's carry: a loop that only
-    read it would make XLA copy it.
+    One row at a time, in a while loop over the rows left (in a big batch a few rows miss at a
+    step), each scored by its own policy's branch of a `lax.switch`. free complex64[G, C, Mp];
+    d0 f32[G, R]; pos0 i32[G]: the task's place in the order (the `random` policy's noise
+    step). The state goes through the loop's carry: a loop that only read it would make XLA copy it.
     """
     G, C, Mp = free.shape
     R = d0.shape[-1]
-    out = jnp.full((G,), none, jnp.int32)
     iota = jnp.arange(G, dtype=jnp.int32)
+    group_of = jnp.asarray(np.repeat(np.arange(len(groups)), [hi - lo for _, lo, hi in groups]), jnp.int32)
     first = lambda mask: jnp.min(jnp.where(mask, iota, G))
-    for name, lo, hi in groups:
-        policy = get_policy(name)
 
-        def body(state, policy=policy):
-            r, mask, res, fr = state
+    def branch(policy):
+        def scan(fr, r):
             f_r = pair_rows(lax.dynamic_index_in_dim(fr, r, 0, keepdims=False), R)
-            d_r = d0[r]
             if policy.deterministic:
                 noise = jnp.zeros(Mp, jnp.float32)
             else:
                 words = lax.dynamic_index_in_dim(nwords, trial[r], 0)
                 noise = rng.uniform_noise(words, pos0[r], jnp.arange(Mp))[0]
+            s = score_machines(policy, d0[r], f_r, inv_dims, genome[:, r], noise, slot, encoded=True)
+            return pick(policy, s, none)  # `none` where no machine is feasible
+        return scan
 
-            def score():
-                s = score_machines(policy, d_r, f_r, inv_dims, genome[:, r], noise, slot, encoded=True)
-                return pick(policy, s, none)
+    branches = [branch(get_policy(name)) for name, _, _ in groups]
 
-            fits = feasible(tuple(d_r[x] for x in range(R)), f_r)
-            mask = mask.at[r].set(False)
-            return first(mask), mask, res.at[r].set(lax.cond(jnp.any(fits), score, lambda: none)), fr
+    def body(state):
+        r, mask, res, fr = state
+        j = lax.switch(group_of[r], branches, fr, r) if len(branches) > 1 else branches[0](fr, r)
+        mask = mask.at[r].set(False)
+        return first(mask), mask, res.at[r].set(j), fr
 
-        mask = need & (iota >= lo) & (iota < hi)
-        _, _, out, free = lax.while_loop(lambda s: s[0] < G, body, (first(mask), mask, out, free))
+    init = (first(need), need, jnp.full((G,), none, jnp.int32), free)
+    _, _, out, free = lax.while_loop(lambda s: s[0] < G, body, init)
     return out, free
 
 
@@ -219,13 +220,15 @@ def _scan_when(free, *args):
 
 
 def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, num_tasks, num_machines, *,
-          policies: tuple[str, ...], sample_k: int, slot: tuple, window: int, chunk_tasks: int) -> Carry:
+          policies: tuple[str, ...], sample_k: int, slot: tuple, window: int, chunk_tasks: int,
+          limited: bool = True) -> Carry:
     """Advance every row of `carry` by at least `chunk_tasks` places (or to the end): the next Carry.
 
     inv complex64[C, Mp]: 1 / capacity, `to_pairs` form; demand f32[N, R]; order i32[T, N + pad]:
     each trial's task order, padded by chunk_tasks + window places; cuts f32[2, S]: the Bound's
     thresholds before each row's scale (`staircase_cuts`); swords, nwords u32[T, 2]: the sample
-    and noise streams (`rng.hash_words`); `policies` one name per policy row.
+    and noise streams (`rng.hash_words`); `policies` one name per policy row; limited: whether
+    some row's task limit is below the task count (else the limits are not read).
     """
     P, T, C, Mp = carry.free.shape
     G, R, W, K = P * T, demand.shape[-1], window, sample_k
@@ -242,9 +245,9 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
     end = jnp.minimum(lo + chunk_tasks, num_tasks)
     n_tab = chunk_tasks + W
     # Places lo .. lo + n_tab of every trial: tasks and draws, shared by the trial's rows.
-    draws = jnp.swapaxes(jax.vmap(lambda s: rng.sample_machines(swords, s, K, num_machines))(
-        lo + jnp.arange(n_tab, dtype=jnp.int32)), 0, 1)  # [T, n_tab, K]
+    draws = rng.sample_table(swords, lo, n_tab, K, num_machines)  # [T, n_tab, K]
     tasks = lax.dynamic_slice_in_dim(order, lo, n_tab, axis=1)  # [T, n_tab]
+    demands = demand[tasks]  # [T, n_tab, R]: one gather a step instead of two
     # The chunk's first state bounds every later one (free only shrinks).
     bound = _bound(pair_rows(free, R, 1), cuts[:, None, :] * scale[None, :, None])
     inv_flat = inv.reshape(-1)
@@ -260,24 +263,26 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
         active = cursor < end
         pos = cursor[:, None] + w_iota[None]  # [G, W]
         rel = pos - lo
-        task = tasks[trial[:, None], rel]
         idx = draws[trial[:, None], rel]  # [G, W, K]
-        d = demand[task] * scale[:, None, None]  # [G, W, R]
-        live = active[:, None] & (pos < num_tasks) & (task < limit[:, None])
+        d = demands[trial[:, None], rel] * scale[:, None, None]  # [G, W, R]
+        live = active[:, None] & (pos < num_tasks)
+        if limited:
+            live = live & (tasks[trial[:, None], rel] < limit[:, None])
 
         f_dims = pair_rows(_take(free.reshape(-1), planes[:, :, None, None] + idx[:, None]), R, 1)  # R x [G, W, K]
         i_dims = pair_rows(_take(inv_flat, jnp.arange(C, dtype=jnp.int32)[:, None, None, None] * Mp + idx[None]), R, 0)
         if noisy:
             noise = jax.vmap(lambda wd, ps, ix: jax.vmap(lambda p, x: rng.uniform_noise(wd[None], p, x)[0])(ps, ix))(
                 nwords[trial], pos, idx)
-        picks = []
+        scores = []
         for name, a, b in groups:
             rows_of = lambda v: v[a:b]
-            s = score_terms(get_policy(name), tuple(d[a:b, :, x, None] for x in range(R)), tuple(map(rows_of, f_dims)),
-                            tuple(map(rows_of, i_dims)), genome[:, a:b, None, None],
-                            noise[a:b] if noisy else jnp.zeros((1, 1, 1), jnp.float32), slot, encoded=True)
-            picks.append(lowest_best(s, idx[a:b], none))
-        j = jnp.concatenate(picks) if len(picks) > 1 else picks[0]  # [G, W]
+            scores.append(score_terms(get_policy(name), tuple(d[a:b, :, x, None] for x in range(R)),
+                                      tuple(map(rows_of, f_dims)), tuple(map(rows_of, i_dims)),
+                                      genome[:, a:b, None, None],
+                                      noise[a:b] if noisy else jnp.zeros((1, 1, 1), jnp.float32), slot, encoded=True))
+        # One pick for all policies: the reductions run once, not once per policy.
+        j = lowest_best(jnp.concatenate(scores) if len(scores) > 1 else scores[0], idx, none)  # [G, W]
 
         hopeless = ~_may_fit(bound, d) | jnp.any(jnp.all(memo[:, None] <= d[:, :, None], axis=-1), axis=-1)
         need = live & (j == none) & ~hopeless
@@ -326,7 +331,7 @@ def _pairs_last(x):
     return lax.complex(x[..., 0::2], x[..., 1::2])
 
 
-_STATIC = ("policies", "sample_k", "slot", "window", "chunk_tasks")
+_STATIC = ("policies", "sample_k", "slot", "window", "chunk_tasks", "limited")
 _chunk = jax.jit(chunk, static_argnames=_STATIC, donate_argnames=("carry",))
 
 # Specs of a chunk split over trials: Carry, Rows, then inv, demand, order, cuts, swords, nwords,
@@ -372,23 +377,24 @@ def pack_trials(cfg, free0, inv_t, demand, orders, num_machines, genomes, swords
     order = np.zeros((T, N + chunk_tasks + window), np.int32)
     order[:, :N] = orders
     S = max(len(devices), 1)
-    carry = Carry(free=to_pairs(jnp.asarray(free0)), cursor=jnp.zeros((P, T), jnp.int32),
-                  machine=jnp.full((P, T, max(N, 1)), Mp, jnp.int32),
-                  memo=jnp.full((P, T, MEMO, R), jnp.inf, jnp.float32), memo_count=jnp.zeros((P, T), jnp.int32),
-                  steps=jnp.zeros(S, jnp.int32), scans=jnp.zeros(S, jnp.int32))
-    rows = Rows(jnp.asarray(genomes, jnp.float32), jnp.asarray(scale, jnp.float32), jnp.asarray(limit, jnp.int32))
-    args = (to_pairs(jnp.asarray(inv_t)), jnp.asarray(demand, jnp.float32), order, staircase_cuts(demand), swords,
-            nwords, np.int32(N), np.int32(num_machines))
+    carry = Carry(free=_pairs_np(free0), cursor=np.zeros((P, T), np.int32),
+                  machine=np.full((P, T, max(N, 1)), Mp, np.int32),
+                  memo=np.full((P, T, MEMO, R), np.inf, np.float32), memo_count=np.zeros((P, T), np.int32),
+                  steps=np.zeros(S, np.int32), scans=np.zeros(S, np.int32))
+    rows = Rows(np.asarray(genomes, np.float32), np.asarray(scale, np.float32), np.asarray(limit, np.int32))
+    args = (_pairs_np(inv_t), np.asarray(demand, np.float32), order, staircase_cuts(demand), np.asarray(swords),
+            np.asarray(nwords), np.int32(N), np.int32(num_machines))
     static = dict(policies=tuple(cfg.policies), sample_k=cfg.sample_k, slot=cfg.slot, window=window,
-                  chunk_tasks=chunk_tasks)
+                  chunk_tasks=chunk_tasks, limited=bool(np.any(np.asarray(limit) < N)))
     if len(devices) > 1:
         fn, mesh = _sharded_chunk(tuple(devices), **static)
         carry = Carry(*(_global(x, mesh, spec) for x, spec in zip(carry, _CARRY_SPECS)))
         rows = Rows(*(_global(x, mesh, spec) for x, spec in zip(rows, _ARG_SPECS[1])))
         args = [_global(x, mesh, spec) for x, spec in zip(args, _ARG_SPECS[2:])]
         run = lambda c: fn(c, rows, *args)
-    else:
-        args = [jnp.asarray(a) for a in args]
+    else:  # on the device once, not copied over at every chunk
+        put = lambda tree: jax.device_put(tree, devices[0] if devices else None)
+        carry, rows, args = put(carry), put(rows), put(args)
         run = lambda c: _chunk(c, rows, *args, **static)
     done = 0
     while done < N:
@@ -398,9 +404,20 @@ def pack_trials(cfg, free0, inv_t, demand, orders, num_machines, genomes, swords
             progress(min(done, N), N)
     global LAST_STATS
     LAST_STATS = dict(steps=int(np.max(to_host(carry.steps))), scans=int(np.sum(to_host(carry.scans))))
-    free = from_pairs(carry.free, R)
+    z = to_host(carry.free)
+    free = np.stack([z.real, z.imag], axis=-2).reshape(*z.shape[:-2], 2 * z.shape[-2], Mp)[..., :R, :]
     machine = np.moveaxis(to_host(carry.machine)[:, :, :N], -1, 0)
-    return to_host(free), machine
+    return np.ascontiguousarray(free, np.float32), machine
+
+
+def _pairs_np(x) -> np.ndarray:
+    """`to_pairs` in numpy (the parts copied exactly)."""
+    x = np.asarray(x, np.float32)
+    if x.shape[-2] % 2:
+        x = np.concatenate([x, np.zeros_like(x[..., :1, :])], axis=-2)
+    z = np.empty((*x.shape[:-2], x.shape[-2] // 2, x.shape[-1]), np.complex64)
+    z.real, z.imag = x[..., 0::2, :], x[..., 1::2, :]
+    return z
 
 
 LAST_STATS: dict = {}  # the last pack_trials' step and fallback-scan counts (for benchmarks)

@@ -1,0 +1,158 @@
+"""Profile: where the time of a sampled step goes (`jaxsched.speculative`), by phase of the step.
+
+Packs the peer's case a (Google 2011 sample, busiest instant, sample_k=64, best_fit,
+alpha_evolve, cosine, first_fit, epvm x 5 trials) on one CPU device, once to compile, once
+untimed under JAX's profiler. Each kernel of the compiled chunk is traced back, through the
+HLO's stack frames, to the line of jaxsched that made it, and its run time is summed by phase:
+the draws and tasks of a chunk, the chunk's fit bound, the gathers of drawn machines, the
+scoring, the pick, the fallback scans, the conflict stamps, placing, and the loop's own small
+kernels. Tracing adds about a microsecond a kernel, so the phases of many small kernels read
+high: the untraced time per step is printed beside them.
+
+    python experiments/profile_sampled.py [--policy LIST] [--out results/profile_sampled.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import gzip
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+DUMP = tempfile.mkdtemp(prefix="profile_sampled_")
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={DUMP} --xla_dump_hlo_as_text"
+                           " --xla_dump_hlo_module_re=.*chunk.*").strip()
+
+# (phase, test on the innermost jaxsched frame (file, function, source line)), first match wins.
+PHASES = (
+    ("fallback scans", lambda f, fn, src: fn.startswith("_scan_") or fn in ("pick", "first_best", "_first_holding")),
+    ("pick (lowest index of the top score)", lambda f, fn, src: fn == "lowest_best"),
+    ("scoring", lambda f, fn, src: f.endswith("policies.py")),
+    ("bound and memo tests", lambda f, fn, src: fn == "_may_fit" or "hopeless" in src or "memo" in src),
+    ("chunk: draws and tasks", lambda f, fn, src: f.endswith("rng.py") or "tasks =" in src or "demands =" in src),
+    ("chunk: fit bound", lambda f, fn, src: fn == "_bound" or "bound =" in src),
+    ("gathers of drawn machines", lambda f, fn, src: "_take(free" in src or "_take(inv" in src or "idx =" in src
+     or "d = demands" in src),
+    ("conflict stamps", lambda f, fn, src: "stamps" in src or "seen" in src or "stop =" in src or "kept =" in src),
+    ("placing and recording", lambda f, fn, src: "free = free" in src or "machine" in src or "landed" in src
+     or "at = " in src or "keep =" in src),
+)
+
+
+def frames(hlo: str):
+    """frame id -> (file, function, line) of its innermost jaxsched location, from the HLO's tables."""
+    files = dict(re.findall(r"^(\d+) \"(.*)\"$", hlo.split("FunctionNames")[0].split("FileNames")[1], re.M))
+    funcs = dict(re.findall(r"^(\d+) \"(.*)\"$", hlo.split("FileLocations")[0].split("FunctionNames")[1], re.M))
+    locs = {}
+    for m in re.finditer(r"^(\d+) \{file_name_id=(\d+) function_name_id=(\d+) line=(\d+)", hlo, re.M):
+        locs[m.group(1)] = (files[m.group(2)], funcs[m.group(3)], int(m.group(4)))
+    table = hlo.split("StackFrames")[1]
+    parent, loc = {}, {}
+    for m in re.finditer(r"^(\d+) \{file_location_id=(\d+)(?: parent_frame_id=(\d+))?", table, re.M):
+        loc[m.group(1)], parent[m.group(1)] = m.group(2), m.group(3)
+    out = {}
+    for fid in loc:  # walk from the innermost frame outwards to the first jaxsched one
+        f = fid
+        while f is not None:
+            file, fn, line = locs[loc[f]]
+            if "/jaxsched/" in file:
+                out[fid] = (file, fn, line)
+                break
+            f = parent.get(f)
+    return out
+
+
+def phase_of(file, fn, line, sources):
+    src = sources.setdefault(file, open(file).read().split("\n"))[line - 1] if file else ""
+    for name, test in PHASES:
+        if test(file, fn, src):
+            return name
+    return "loop control and bookkeeping"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--policy", default="best_fit,alpha_evolve,cosine,first_fit,epvm")
+    ap.add_argument("--trace-dir", default=os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "data",
+                                                         "google2011"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "results", "profile_sampled.json"))
+    args = ap.parse_args()
+    from jaxsched.devices import set_cpu_devices
+
+    set_cpu_devices(1)
+    import jax
+    import numpy as np
+
+    import jaxsched
+    from jaxsched import rng, speculative
+    from jaxsched.filters import Filters, snapshot_tasks
+    from jaxsched.packing import PackConfig, pack
+    from jaxsched.policies import policy_names
+
+    from benchlib import hardware
+
+    trace = jaxsched.load_trace(args.trace_dir)
+    index, _ = snapshot_tasks(trace.workload, Filters(days=1), trace.window[0], "busiest")
+    snap = trace.take(index)
+    keys = rng.trial_keys(1, "snapshot", 5)
+    cfg = PackConfig(policies=policy_names(args.policy), sample_k=64)
+    pack(snap.cluster, snap.workload, cfg, keys)  # compile
+    t = time.perf_counter()
+    pack(snap.cluster, snap.workload, cfg, keys)
+    untraced = time.perf_counter() - t
+    stats = dict(speculative.LAST_STATS)
+    out_dir = tempfile.mkdtemp(prefix="profile_trace_")
+    with jax.profiler.trace(out_dir, create_perfetto_trace=True):
+        pack(snap.cluster, snap.workload, cfg, keys)
+    events = json.load(gzip.open(glob.glob(f"{out_dir}/**/*.trace.json.gz", recursive=True)[0]))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+
+    hlo_files = sorted(glob.glob(os.path.join(DUMP, "*chunk*.cpu_after_optimizations.txt")), key=os.path.getmtime)
+    hlo = open(hlo_files[-1]).read()
+    frame_of = dict(re.findall(r"%([\w.\-]+) = .*?stack_frame_id=(\d+)", hlo))
+    where = frames(hlo)
+    sources, by_phase, by_kernel = {}, collections.Counter(), collections.Counter()
+    for e in events:
+        a = e.get("args", {})
+        if e.get("ph") != "X" or a.get("hlo_module") != "jit_chunk" or "hlo_op" not in a:
+            continue
+        op = a["hlo_op"]
+        f = where.get(frame_of.get(op, ""), ("", "", 0))
+        name = phase_of(*f, sources) if f[0] else "loop control and bookkeeping"
+        by_phase[name] += e["dur"]
+        by_kernel[op] += e["dur"]
+    total = sum(by_phase.values())
+    steps = stats.get("steps", 0)
+    doc = dict(benchmark="profile_sampled", hardware=hardware(), policies=list(cfg.policies), trials=5, sample_k=64,
+               window=cfg.window or speculative.window_for(snap.cluster.num_machines, 64),
+               machines=snap.cluster.num_machines, tasks=snap.workload.num_tasks, untraced_pack_s=untraced,
+               steps=steps, fallback_scans=stats.get("scans"), untraced_us_per_step=untraced / max(steps, 1) * 1e6,
+               phases={k: v / total for k, v in by_phase.most_common()},
+               kernels_per_step=round(sum(1 for e in events if e.get("ph") == "X" and
+                                          e.get("args", {}).get("hlo_module") == "jit_chunk") / max(steps, 1), 1))
+    print(f"{len(cfg.policies)} policies x 5 trials on one CPU device ({doc['hardware']['cpu']}): {untraced:.2f} s "
+          f"untraced, {steps} steps ({snap.workload.num_tasks / max(steps, 1):.1f} tasks per row and step, window "
+          f"{doc['window']}), {doc['untraced_us_per_step']:.1f} us a step, {stats.get('scans')} fallback scans, "
+          f"{doc['kernels_per_step']} kernels a step")
+    for k, v in doc["phases"].items():
+        print(f"  {v * 100:5.1f}%  {k}")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(args.out + ".tmp", args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
