@@ -206,8 +206,9 @@ def main() -> int:
     run([sys.executable, "-c", "import jaxsched, sys; jaxsched.load_trace(sys.argv[1])",
          os.environ.get("GOOGLE2011_DIR") or os.path.join(os.path.dirname(REPO), "shared", "data", "google2011")], env)
 
-    from benchlib import hardware
+    from benchlib import apply_cpu_devices, hardware
 
+    apply_cpu_devices("auto")  # the devices the CLI and inproc.py run on, as the header reports them
     doc = dict(benchmark="peer", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), pairs=args.pairs,
                peer_threads=args.threads, hardware=hardware(), cases={})
     for name in names:

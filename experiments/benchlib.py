@@ -41,27 +41,37 @@ def apply_cpu_devices(value) -> None:
 
 
 def block_time(fn) -> float:
-    """Seconds that fn() spends inside jaxsched's packing blocks on its busiest device (each
-    block waited for): the packing's own work, without the per-call host work around it."""
+    """Seconds that fn() spends inside jaxsched's packing blocks (the full-scan blocks and the
+    sampled picker's chunks) on its busiest device, each block waited for: the packing's own work,
+    without the per-call host work around it."""
     import collections
     import threading
 
     import jax
 
-    from jaxsched import packing
+    from jaxsched import packing, speculative
 
-    spent, lock, run = collections.defaultdict(float), threading.Lock(), packing._run_block
+    spent, lock = collections.defaultdict(float), threading.Lock()
+    saved = dict(block=packing._run_block, chunk=speculative._chunk, sharded=speculative._sharded_chunk)
 
-    def timed_block(*args):
-        t = time.perf_counter()
-        out = jax.block_until_ready(run(*args))
-        with lock:
-            spent[threading.get_ident()] += time.perf_counter() - t
-        return out
+    def timed(run):
+        def timed_block(*args, **kwargs):
+            t = time.perf_counter()
+            out = jax.block_until_ready(run(*args, **kwargs))
+            with lock:
+                spent[threading.get_ident()] += time.perf_counter() - t
+            return out
+        return timed_block
 
-    packing._run_block = timed_block
+    def timed_sharded(*args, **kwargs):
+        run, mesh = saved["sharded"](*args, **kwargs)
+        return timed(run), mesh
+
+    packing._run_block, speculative._chunk = timed(saved["block"]), timed(saved["chunk"])
+    speculative._sharded_chunk = timed_sharded
     try:
         fn()
     finally:
-        packing._run_block = run
+        packing._run_block, speculative._chunk = saved["block"], saved["chunk"]
+        speculative._sharded_chunk = saved["sharded"]
     return max(spent.values(), default=0.0)

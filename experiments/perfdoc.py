@@ -203,7 +203,20 @@ def peer(d: dict, src: str) -> list[str]:
          "e2e / peer e2e", "placed = peer"], rows)
 
 
-SECTIONS = (("bench_peer.json", peer), ("bench_snapshot.json", snapshot), ("bench_trace_load.json", trace_load),
+def profile_sampled(d: dict, src: str) -> list[str]:
+    rows = [[name, f"{share * 100:.1f}%", f"{share * d['untraced_us_per_step']:.1f} us"]
+            for name, share in d["phases"].items()]
+    return [f"### Where a sampled step's time goes (`{src}`)", "",
+            f"`python experiments/profile_sampled.py`: {', '.join(d['policies'])} x {d['trials']} trials, "
+            f"sample_k={d['sample_k']}, {d['machines']:,} machines x {d['tasks']:,} tasks (case a of the peer) on one "
+            f"CPU device; window {d['window']}, {d['steps']:,} steps ({d['tasks'] / max(d['steps'], 1):.1f} tasks per "
+            f"row and step), {d['fallback_scans']:,} fallback scans, {d['untraced_us_per_step']:.0f} us a step "
+            f"untraced, {d['kernels_per_step']} kernels a step. Kernel times from JAX's profiler, each kernel traced "
+            f"back to the line of jaxsched that made it; the shares apply to the untraced step. {_hw(d)}.", ""] + \
+        _table(["phase", "share", "per step"], rows)
+
+
+SECTIONS = (("bench_peer.json", peer), ("profile_sampled.json", profile_sampled), ("bench_snapshot.json", snapshot), ("bench_trace_load.json", trace_load),
             ("bench_compaction.json", compaction), ("bench_evolve.json", evolve), ("bench_event.json", event),
             ("bench_cvx.json", cvx), ("bench_sharding.json", sharding), ("bench_policy_cost.json", policy_cost),
             ("bench_gpushare.json", gpushare), ("bench_user_policy.json", user_policy), ("relaxation_sweep.json", relaxation))

@@ -103,9 +103,9 @@ def _peer(d):
     for name, c in d["cases"].items():
         s, goals = c["summary"], c["summary"].get("goals", {})
         g = goals.get("inproc", {}).get("goal")
-        rows.append((f"case {name}, in process: peer / jaxsched time", 1 / s["inproc_over_peerN"], 1 / g if g else None))
+        rows.append((f"case {name}, in process: peer / jaxsched time", 1 / s["inproc_over_peerN"], round(1 / g, 3) if g else None))
         g = goals.get("e2e", {}).get("goal")
-        rows.append((f"case {name}, CLI end to end: peer / jaxsched time", 1 / s["e2e_over_peerN_e2e"], 1 / g if g else None))
+        rows.append((f"case {name}, CLI end to end: peer / jaxsched time", 1 / s["e2e_over_peerN_e2e"], round(1 / g, 3) if g else None))
     return rows
 
 

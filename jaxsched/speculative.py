@@ -160,11 +160,6 @@ def _groups(policies: tuple[str, ...], T: int):
     return out
 
 
-def _take(flat, index):
-    """flat[index] for in-range indices, as one 1-D gather."""
-    return flat.at[index].get(mode="promise_in_bounds")
-
-
 def _scan_rows(free, d0, pos0, need, trial, genome, inv_dims, nwords, groups, slot, none):
     """A full scan of the current state for the first task of each row in `need` (bool[G]):
     (i32[G], `none` elsewhere or where it fits nowhere; free, passed through).
@@ -269,8 +264,11 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
         if limited:
             live = live & (tasks[trial[:, None], rel] < limit[:, None])
 
-        f_dims = pair_rows(_take(free.reshape(-1), planes[:, :, None, None] + idx[:, None]), R, 1)  # R x [G, W, K]
-        i_dims = pair_rows(_take(inv_flat, jnp.arange(C, dtype=jnp.int32)[:, None, None, None] * Mp + idx[None]), R, 0)
+        # Each gather is one 1-D gather of in-range indices.
+        f_at = planes[:, :, None, None] + idx[:, None]
+        f_dims = pair_rows(free.reshape(-1).at[f_at].get(mode="promise_in_bounds"), R, 1)  # R x [G, W, K]
+        i_at = jnp.arange(C, dtype=jnp.int32)[:, None, None, None] * Mp + idx[None]
+        i_dims = pair_rows(inv_flat.at[i_at].get(mode="promise_in_bounds"), R, 0)
         if noisy:
             noise = jax.vmap(lambda wd, ps, ix: jax.vmap(lambda p, x: rng.uniform_noise(wd[None], p, x)[0])(ps, ix))(
                 nwords[trial], pos, idx)
@@ -300,7 +298,8 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
         base = (i * W).astype(jnp.float32)
         stamps = stamps.reshape(-1).at[(g_iota[:, None] * (Mp + 1) + j).reshape(-1)].max(
             jnp.broadcast_to(base + place_w, (G, W)).reshape(-1)).reshape(G, Mp + 1)
-        seen = jnp.max(_take(stamps.reshape(-1), g_iota[:, None, None] * (Mp + 1) + idx), axis=-1)  # [G, W]
+        s_at = g_iota[:, None, None] * (Mp + 1) + idx
+        seen = jnp.max(stamps.reshape(-1).at[s_at].get(mode="promise_in_bounds"), axis=-1)  # [G, W]
         stop = ((seen > base + place_w[None]) | need) & (w_iota > 0)[None]
         kept = jnp.min(jnp.where(stop, w_iota[None], W), axis=1)  # [G]: at least 1
         keep = (w_iota[None] < kept[:, None]) & active[:, None]
