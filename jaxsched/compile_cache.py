@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 
+from .user_cache import user_cache_dir
+
 ENV_SWITCH = "JAXSCHED_COMPILE_CACHE"
 
 
 def default_dir() -> str:
     """$XDG_CACHE_HOME/jaxsched/xla, else ~/.cache/jaxsched/xla."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jaxsched", "xla")
+    return user_cache_dir("xla")
 
 
 def wanted() -> bool:

@@ -69,7 +69,7 @@ class EvolveConfig:
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.strategy == "mu_lambda" and self.parents > self.population:
-            raise InputError(f"parents ({self.parents}) must not exceed the population ({self.population})")
+            raise InputError(f"parents ({self.parents}) must not exceed population ({self.population})")
         if not self.sigma > 0:
             raise InputError(f"sigma must be > 0, got {self.sigma}")
         if not 0 <= self.crossover <= 1:
@@ -333,7 +333,7 @@ def _evolve_evosax(score, held, cfg: EvolveConfig, on_generation, sp: Space) -> 
     lenient = lambda fn, *a: _lenient(lambda: fn(*a))
     es, params = lenient(_strategy, cfg, len(sp.start))
     alpha = sp.start
-    key = jax.random.fold_in(jax.random.key(cfg.seed), zlib.crc32(cfg.strategy.encode()))
+    key = jax.random.fold_in(rng.seed_key(cfg.seed), zlib.crc32(cfg.strategy.encode()))
     key, k0 = jax.random.split(key)
     state = lenient(es.init, k0, jnp.asarray(alpha), params)
     best, best_fit = alpha, float(score(alpha[None])[0])

@@ -141,7 +141,9 @@ def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0
         raise InputError(f"snapshot instant must be 'busiest', 'all' or a time in seconds, got {at!r}")
     alive = alive_at(kept, t)
     if not np.any(alive):
-        raise InputError(f"no task is alive at t = {t:g} s")
+        start, end = float(np.min(kept.arrival)), float(np.max(kept.arrival + kept.duration))
+        raise InputError(f"no task is alive at t = {t:g} s: the filtered tasks run between {start:g} and {end:g} s "
+                         "from the trace start")
     out = dict(info, instant="busiest" if at == "busiest" else "given", instant_s=t, alive_tasks=int(alive.sum()))
     if within is not None and at == "busiest":
         out["within_s"] = [float(within[0]), float(within[1])]

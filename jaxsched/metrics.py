@@ -29,8 +29,9 @@ class Metrics(NamedTuple):
     stranding: jax.Array  # f32[R], free on slot-less machines / all free
 
 
-def _ratio(num, den):
-    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
+def _ratio(num, den, empty=0.0):
+    """num / den, `empty` where den is 0."""
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), empty)
 
 
 def cluster_metrics(free, capacity, placed, demand, slot) -> Metrics:
@@ -44,8 +45,9 @@ def cluster_metrics(free, capacity, placed, demand, slot) -> Metrics:
     slotless = free_slots == 0
     return Metrics(
         placed=count,
-        placed_fraction=_ratio(count.astype(jnp.float32), jnp.float32(n)),
-        placed_weighted=_ratio(jnp.sum(jnp.where(placed, weight, 0.0)), jnp.sum(weight)),
+        # 0/0 (no task, or no task requesting anything) is undefined: NaN, shown as "-"
+        placed_fraction=_ratio(count.astype(jnp.float32), jnp.float32(n), jnp.nan),
+        placed_weighted=_ratio(jnp.sum(jnp.where(placed, weight, 0.0)), jnp.sum(weight), jnp.nan),
         utilization=_ratio(jnp.sum(capacity - free, axis=0), jnp.sum(capacity, axis=0)),
         holes=_ratio(jnp.sum(free_slots), jnp.sum(cap_slots)),
         stranding=_ratio(jnp.sum(jnp.where(slotless[:, None], free_pos, 0.0), axis=0), jnp.sum(free_pos, axis=0)),

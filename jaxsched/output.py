@@ -10,23 +10,34 @@ from .errors import InputError
 
 
 def check_writable(path: str) -> None:
-    """Raise ValueError now, before a long run, if `path` cannot be written later."""
+    """Raise InputError now, before a long run, if `path` cannot be written later: a temporary
+    file is really created (and removed) in its directory, so that nothing the permission bits
+    do not tell (a read-only file system, /proc, a full disk's quota) is found only at the end."""
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise InputError(f"cannot write {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"cannot write {path}: directory {parent} is not writable")
     if os.path.isdir(path):
         raise InputError(f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=parent)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 PRIMARY = True  # False on processes > 0 of a jax.distributed run: only process 0 writes files
 
 
-def _write_atomic(path: str, suffix: str, write) -> None:
-    """Call write(file) on a temporary file beside `path`, then rename it into place (process 0 only)."""
-    if not PRIMARY:
-        return
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_file(path: str, suffix: str, write) -> None:
+    """write(file) on a temporary file beside `path`, renamed into place with the mode a plain
+    open() would give it (0666 less the umask; mkstemp's own is 0600)."""
     parent = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=parent)
     try:
@@ -34,11 +45,29 @@ def _write_atomic(path: str, suffix: str, write) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _write_atomic(path: str, suffix: str, write) -> None:
+    """Write `path` atomically (process 0 only). Where that fails, the content goes to a fallback
+    file in the temporary directory, and an InputError names both paths."""
+    if not PRIMARY:
+        return
+    try:
+        _write_file(path, suffix, write)
+    except OSError as e:
+        reason = e.strerror or str(e)
+        fallback = os.path.join(tempfile.gettempdir(), f"jaxsched-{os.getpid()}-{os.path.basename(path) or 'out'}")
+        try:
+            _write_file(fallback, suffix, write)
+        except OSError:
+            raise InputError(f"cannot write {path}: {reason}") from None
+        raise InputError(f"cannot write {path}: {reason}; the results were saved to {fallback}") from None
 
 
 def write_json_atomic(path: str, obj) -> None:
@@ -104,8 +133,10 @@ def format_table(summary: dict, columns: list[tuple]) -> str:
         cells = [name]
         for key, _, scale, *digits in columns:
             m = metrics[key]
-            if "mean" not in m:  # not computed for this policy
+            if "mean" not in m:  # not computed for this policy, or undefined (0/0)
                 cells.append("-")
+                if "undefined" in m:
+                    notes.setdefault(("-", key), m["undefined"])
                 continue
             d = digits[0] if digits else 2
             star = "*" if m.get("at_ceiling") else ""
@@ -117,6 +148,10 @@ def format_table(summary: dict, columns: list[tuple]) -> str:
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
     lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
-    for key, (means, where) in notes.items():
-        lines.append(f"* {key} at its ceiling ({means}) in trials of: {', '.join(where)}")
+    for key, note in notes.items():
+        if isinstance(key, tuple):
+            lines.append(f"- {dict((c[0], c[1]) for c in columns)[key[1]]}: undefined, {note}")
+        else:
+            means, where = note
+            lines.append(f"* {key} at its ceiling ({means}) in trials of: {', '.join(where)}")
     return "\n".join(lines)

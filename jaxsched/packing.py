@@ -345,6 +345,8 @@ def _pack_trials(cfg, cap_t, inv_t, demand, orders, M, genomes, swords, nwords, 
     in_prefix = rank[None, :, None, :] < prefix[:, :, None, None]  # [P, T, 1, Mp]
     free = np.where(in_prefix, np.where(inv_t > 0, cap_t, ZERO_CAPACITY_FREE)[None, None], PAD_CAPACITY)
     free = free.astype(np.float32)  # the state `encode_free` gives
+    if N == 0:  # nothing to place: the starting state, no placements
+        return free, np.full((0, free.shape[0], T), Mp, np.int32)
     if cfg.sample_k > 0:
         return speculative.pack_trials(cfg, free, inv_t, demand, orders, M, genomes, swords, nwords, scale, limit,
                                        progress, devices, to_host)

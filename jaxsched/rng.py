@@ -27,6 +27,29 @@ STREAM_CVX_SCAN = 6  # CvxCluster's uniform pick among all feasible servers of a
 STREAM_GPUSHARE = 7  # the Random policy's node and GPU draws in GPU-sharing runs
 
 
+MAX_SEED = (1 << 64) - 1  # seeds are 0 .. 2^64 - 1, each its own stream
+
+
+def check_seed(seed) -> int:
+    """`seed` as an int, or InputError where it is not an integer in 0 .. 2^64 - 1."""
+    from .errors import InputError
+
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InputError(f"seed must be an integer in 0..2^64-1, got {seed!r}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise InputError(f"seed must be in 0..2^64-1 ({MAX_SEED}), got {seed}")
+    return int(seed)
+
+
+def seed_key(seed: int) -> jax.Array:
+    """The threefry key of a seed in 0 .. 2^64 - 1: key(seed) below 2^32 (so those seeds keep
+    their streams), key(low 32 bits) with the high 32 bits folded in above, so that no two
+    seeds share a stream (JAX's key() keeps only a seed's low 32 bits without x64)."""
+    seed = check_seed(seed)
+    key = jax.random.key(seed & 0xFFFFFFFF)
+    return key if seed >> 32 == 0 else jax.random.fold_in(key, seed >> 32)
+
+
 def experiment_id(experiment: str) -> int:
     """Stable 31-bit id of an experiment name (crc32, not Python's salted hash)."""
     return zlib.crc32(experiment.encode()) & 0x7FFFFFFF
@@ -41,15 +64,18 @@ def trial_keys(seed: int, experiment: str, trials: int) -> jax.Array:
         trials: how many keys.
 
     Returns:
-        key[T], threefry keys fold_in(fold_in(key(seed), crc32(experiment)), t).
+        key[T], threefry keys fold_in(fold_in(seed_key(seed), crc32(experiment)), t).
+
+    Raises:
+        InputError: a seed outside 0 .. 2^64 - 1.
     """
-    return _trial_keys(seed, experiment_id(experiment), trials)
+    return _trial_keys(check_seed(seed), experiment_id(experiment), trials)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def _trial_keys(seed: int, experiment: int, trials: int) -> jax.Array:
     # One compiled program (cached on disk like the others) rather than a dispatch per operation.
-    base = jax.random.fold_in(jax.random.key(seed), experiment)
+    base = jax.random.fold_in(seed_key(seed), experiment)
     return jax.vmap(lambda t: jax.random.fold_in(base, t))(jnp.arange(trials, dtype=jnp.uint32))
 
 

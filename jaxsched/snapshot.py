@@ -61,7 +61,8 @@ class SnapshotResult:
 
         Search metrics also say how many trials sit at the search's ceiling, and what it means.
         """
-        out = {name: {k: summarize(v) for k, v in metrics.items()} for name, metrics in self.table().items()}
+        out = {name: {k: summarize(v) if not np.all(np.isnan(v)) else {"undefined": UNDEFINED}
+                      for k, v in metrics.items()} for name, metrics in self.table().items()}
         for p, name in enumerate(self.policies):
             for key, search in self.searches.items():
                 if key not in out[name]:
@@ -71,6 +72,9 @@ class SnapshotResult:
                 out[name][key]["at_ceiling"] = int(np.sum(search.ceiling[p]))
                 out[name][key]["ceiling_means"] = search.reason
         return out
+
+
+UNDEFINED = "0/0: no task, or no task requesting anything (a demand-weighted share of nothing)"
 
 
 def summarize(values: np.ndarray) -> dict[str, float | list[float]]:

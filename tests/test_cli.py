@@ -10,6 +10,7 @@ import pytest
 
 from jaxsched import cli
 from cli_runner import results_of, run as run_main
+from samples import GOOGLE, needs_samples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["snapshot", "--machines", "120", "--rho", "0.95", "--trials", "2", "--quiet"]
@@ -69,6 +70,9 @@ def test_shipped_configs_are_valid(capsys):
     (["--config", "/nonexistent.toml"], "no such file"),
     (["--inflate-mode", "stretch"], "--inflate-mode: expected one of scale, clone"),
     (["--search-depth", "0"], "--search-depth: expected an integer >= 1"),
+    (["--policy", "family", "--genome", "1,1,1,1,1,1,1,nan"], "--genome: expected finite numbers"),
+    (["--rho", "50"], "--rho: expected a load in (0, 10]"),
+    (["--slot", "-0.05,0.05"], "--slot: slot sizes must be >= 0"),  # read as the flag's value, not as a flag
 ])
 def test_bad_flags_give_one_line_and_exit_2(args, message, capsys):
     code, out, err = run_main(SMALL + args, capsys)
@@ -170,3 +174,35 @@ def test_two_processes_with_jax_distributed_give_the_same_json(tmp_path):
 def test_distributed_flags_are_checked(extra, message, capsys):
     code, _, err = run_main(extra + SMALL, capsys)
     assert code == 2 and message in err
+
+
+def test_flag_names_in_messages_of_evolve_and_at(capsys):
+    code, _, err = run_main(["evolve", "--machines", "20", "--population", "1"], capsys)
+    assert code == 2 and "--parents (16) must not exceed --population (1)" in err and err.count("\n") == 1
+
+
+@needs_samples
+def test_an_instant_outside_the_trace_names_the_flag_and_the_window(capsys):
+    code, _, err = run_main(["snapshot", "--trace-dir", GOOGLE, "--at", "1e12", "--quiet"], capsys)
+    assert code == 2 and err.startswith("jaxsched: error: --at: no task is alive at t = 1e+12 s")
+    assert "run between 0 and" in err and err.count("\n") == 1
+
+
+def test_rho_range_is_in_help():
+    for command in ("snapshot", "event", "evolve", "cvx"):
+        text = subprocess.run([sys.executable, "-m", "jaxsched", command, "--help"], capture_output=True,
+                              text=True).stdout
+        assert "(0, 10]" in " ".join(text.split()), command
+
+
+@needs_samples
+def test_a_share_of_no_demand_is_shown_undefined_not_zero(tmp_path, capsys):
+    """--max-task-dim 1e-9 keeps only tasks requesting nothing: placed_w% is 0/0, printed '-' and explained."""
+    out_json = str(tmp_path / "z.json")
+    code, out, err = run_main(["snapshot", "--trace-dir", GOOGLE, "--max-task-dim", "1e-9", "--policy", "best_fit",
+                               "--trials", "2", "--no-compaction", "--no-inflation", "--json", out_json], capsys)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("best_fit"))
+    assert row.split()[2] == "-" and "- placed_w%: undefined, 0/0" in out
+    doc = json.load(open(out_json))["policies"]["best_fit"]
+    assert "undefined" in doc["placed_weighted"] and doc["placed_fraction"]["mean"] == 1.0

@@ -261,3 +261,8 @@ def test_cli_snapshot_with_cvxcluster_beside_policies(tmp_path, capsys):
 def test_cli_cvx_bad_flags(args, message, capsys):
     code, _, err = run(args, capsys)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_an_empty_problem_gives_an_empty_allocation():
+    a = allocate(make_problem(np.ones((3, 2)), np.zeros((0, 2))))
+    assert a.placement.shape == (0,) and a.objective == 0.0

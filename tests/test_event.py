@@ -290,3 +290,18 @@ def test_cli_event_same_json_for_a_seed(tmp_path, capsys):
     assert docs[0] == docs[1]
     trials = docs[0]["policies"]["random"]["trials"]
     assert trials[0] != trials[1]  # each trial has its own draws
+
+
+def test_victims_are_ordered_by_their_demand_over_every_dimension():
+    """Three dimensions, built so that the two readings of "largest demand" disagree: A has the
+    larger d_cpu + d_mem, B the larger sum over all three. The rule is the sum over all: B goes."""
+    cluster = Cluster(np.ones((1, 3), np.float32), resources=("cpu", "mem", "gpu"))
+    dem = np.array([[0.25, 0.25, 0.0],  # A: cpu + mem 0.5, all 0.5
+                    [0.125, 0.125, 0.5],  # B: cpu + mem 0.25, all 0.75
+                    [0.75, 0.75, 0.125]], np.float32)  # production: fits once either A or B is gone
+    wl = Workload(demand=dem, priority=np.array([0, 0, 9], np.int32), arrival=np.array([0.0, 1.0, 2.0]),
+                  duration=np.array([100.0, 100.0, 10.0]))
+    rep = event.replay(cluster, wl, event.EventConfig(("best_fit",), preempt=True), rng.trial_keys(0, "event", 1))
+    segs = rep.segments[0]
+    runs = np.bincount(segs[:, 0], minlength=3)
+    assert rep.evictions[0] == 1 and runs.tolist() == [1, 2, 1]  # B evicted and resumed, A untouched

@@ -404,3 +404,16 @@ def test_kept_machine_terms_equal_their_recomputation():
     np.testing.assert_array_equal(np.asarray(caches[1]), np.asarray(
         jnp.stack(policies.REGISTRY["epvm"].cached(tuple(free[1:, :, x] for x in range(R)),
                                                    tuple(inv[x][None, None] for x in range(R))), axis=2)))
+
+
+@pytest.mark.parametrize("sample_k", [0, 4])
+def test_zero_tasks_give_an_empty_packing(sample_k):
+    cluster = Cluster(capacity=np.array([[1.0, 0.5], [0.5, 1.0]], np.float32))
+    empty = Workload(demand=np.zeros((0, 2), np.float32), priority=np.zeros(0, np.int32), arrival=np.zeros(0),
+                     duration=np.zeros(0))
+    st = pack(cluster, empty, PackConfig(policies=("best_fit", "cosine"), sample_k=sample_k), rng.trial_keys(1, "t", 3))
+    assert np.asarray(st.placement).shape == (2, 3, 0)
+    np.testing.assert_array_equal(np.asarray(st.free), np.broadcast_to(cluster.capacity, (2, 3, 2, 2)))
+    res = jaxsched.run_snapshot(cluster, empty, jaxsched.SnapshotConfig(policies=("best_fit",), trials=2,
+                                                                        sample_k=sample_k))
+    assert res.placement.shape == (1, 2, 0) and np.all(np.asarray(res.metrics.placed) == 0)

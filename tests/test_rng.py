@@ -26,3 +26,39 @@ def test_stable_argsort_of_u32_keys_is_numpys():
     keys[:, :100] = keys[:, 100:200]  # ties
     keys[0, :3] = [0, 2**32 - 1, 2**16]
     np.testing.assert_array_equal(rng._stable_argsort_u32(keys), np.argsort(keys, axis=1, kind="stable"))
+
+
+def _key_data(keys):
+    return np.asarray(jax.random.key_data(keys))
+
+
+def test_every_seed_is_its_own_stream():
+    """Seeds 2^32 apart used to share a stream (JAX keeps a seed's low 32 bits): no two seeds of
+    0..2^64-1 do now, and the seeds below 2^32 keep the streams they always had."""
+    seeds = [0, 5, 2**32 - 1, 2**32, 2**32 + 5, 2**33, 2**64 - 1]
+    keys = [_key_data(rng.trial_keys(s, "snapshot", 3)) for s in seeds]
+    assert len({k.tobytes() for k in keys}) == len(seeds)
+    for s in (0, 5, 2**32 - 1):
+        old = jax.vmap(lambda t: jax.random.fold_in(jax.random.fold_in(jax.random.key(s), rng.experiment_id("snapshot")),
+                                                    t))(np.arange(3, dtype=np.uint32))
+        np.testing.assert_array_equal(_key_data(rng.trial_keys(s, "snapshot", 3)), _key_data(old))
+    orders = [rng.trial_orders(rng.trial_keys(s, "snapshot", 1), 50) for s in (0, 2**32)]
+    assert not np.array_equal(*orders)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1180591620717411303424, 1.5, "3", True])
+def test_seed_out_of_range_is_refused(seed):
+    from jaxsched.errors import InputError
+
+    with pytest.raises(InputError, match="seed must be"):
+        rng.trial_keys(seed, "snapshot", 1)
+
+
+@pytest.mark.parametrize("command", [["snapshot", "--machines", "20"], ["event", "--machines", "20"],
+                                     ["evolve", "--machines", "20"], ["cvx", "--machines", "20"]])
+def test_cli_refuses_a_seed_out_of_range_in_one_line(command, capsys):
+    from cli_runner import run
+
+    code, out, err = run([*command, "--seed", str(2**64)], capsys)
+    assert code == 2 and err.startswith("jaxsched: error: --seed") and "0..18446744073709551615" in err
+    assert "Traceback" not in err and err.count("\n") == 1

@@ -131,6 +131,16 @@ def test_merge_in_key_ranges_equals_one_reduction(pieces):
         np.testing.assert_array_equal(got[f][keep], expected[f][keep], err_msg=f)
 
 
+def test_default_cache_is_the_users_never_the_trace_directory(tiny, tmp_path, monkeypatch):
+    monkeypatch.delenv("JAXSCHED_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    before = sorted(os.listdir(tiny))
+    assert load_google2011(tiny).cache == "written"
+    assert sorted(os.listdir(tiny)) == before  # a writable trace directory is left as it was
+    assert len(os.listdir(tmp_path / "xdg" / "jaxsched" / "traces")) == 1
+    assert load_google2011(tiny).cache == "hit"
+
+
 def test_cache_hit_is_identical_and_never_stale(tiny, tmp_path):
     cache = str(tmp_path / "cache")
     cold = load_google2011(tiny, cache_dir=cache)

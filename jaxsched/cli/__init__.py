@@ -11,6 +11,7 @@ inputs), then one module per command.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from ..errors import InputError
@@ -30,7 +31,17 @@ CVX_OPTIONS = cvx.OPTIONS
 GPUSHARE_OPTIONS = gpushare.OPTIONS
 
 
+# A negative number, or a comma-separated list of numbers that starts with one ("-0.05,0.05"):
+# a flag's value, never a flag (argparse's own test knows single numbers only).
+_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NEGATIVE_VALUE = re.compile(rf"^-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:,{_NUMBER})*,?$")
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_VALUE
+
     def error(self, message):  # one line, exit 2, no usage dump
         self.exit(EXIT_USAGE, f"jaxsched: error: {message} (see `{self.prog} --help`)\n")
 

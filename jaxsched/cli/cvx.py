@@ -15,7 +15,7 @@ from .workloads import load_trace, replay_workload, trace_snapshot
 
 OPTIONS = (
     MACHINES.but(default=785, help="synthetic cluster size (servers)"),
-    RHO.but(default=1.2, help="synthetic load (snapshot: total demand / capacity in the binding dimension; "
+    RHO.but(default=1.2, help="synthetic load in (0, 10] (snapshot: total demand / capacity in the binding dimension; "
             "--online: offered load of the one-day arrival stream)"),
     SEED.but(help="random seed of the workload and of the server draws"),
     TRIALS.but(default=1, help="allocations with different random server draws"),

@@ -16,7 +16,7 @@ from .workloads import policies_and_genome, replay_workload
 
 OPTIONS = (
     MACHINES,
-    RHO.but(help="synthetic offered load: tasks are drawn until total demand x mean duration / the one-day "
+    RHO.but(help="synthetic offered load in (0, 10]: tasks are drawn until total demand x mean duration / the one-day "
             "arrival horizon reaches RHO of capacity in the binding dimension"),
     TRIALS.but(default=1, help="replays per policy, each with its own random draws (common random numbers "
                "across policies)"),

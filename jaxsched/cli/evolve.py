@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import time
 from typing import Any
 
@@ -17,7 +18,7 @@ from .workloads import tuning_problems, user_policies
 
 OPTIONS = (
     MACHINES,
-    RHO.but(default=1.0, help="synthetic load (default 1.0: at lower loads most policies place everything and "
+    RHO.but(default=1.0, help="synthetic load in (0, 10] (default 1.0: at lower loads most policies place everything and "
             "fitness cannot tell genomes apart)"),
     SEED.but(help="random seed of the search, the trials and (synthetic) the workload"),
     Option("generations", positive_int, 20, "generations after the initial population", "G"),
@@ -74,8 +75,9 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
                        strategy=s.get("strategy", "mu_lambda"), policy=s.get("policy", "family"))
     try:
         cfg.check()
-    except InputError as e:
-        raise UsageError(str(e)) from None
+    except InputError as e:  # its messages name the settings: name the flags
+        raise UsageError(re.sub(r"\b(generations|population|parents|sigma|trials|sample_k|strategy)\b",
+                                lambda m: "--" + m.group(1).replace("_", "-"), str(e))) from None
     t0 = time.perf_counter()
     train, held, source, slot = tuning_inputs(s, args.quiet)
     cfg = dataclasses.replace(cfg, slot=slot)

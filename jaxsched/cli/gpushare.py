@@ -8,7 +8,7 @@ from typing import Any
 
 from .common import check_writable, describe_devices, envelope, printer, settings_doc, write_result
 from .config import UsageError, resolve
-from .options import JSON, Option, path, positive_float
+from .options import JSON, MAX_SEED, Option, path, positive_float
 
 HELP = "GPU-sharing clusters: the FGD paper's policies x seeds on an Alibaba openb pod list"
 DESCRIPTION = ("Place the pods of an Alibaba GPU v2023 (openb) pod list, sampled and shuffled per seed until "
@@ -18,8 +18,11 @@ DESCRIPTION = ("Place the pods of an Alibaba GPU v2023 (openb) pod list, sampled
                "ATC'23).")
 
 
+MAX_SEEDS = 100_000  # runs of one command (each a row of the batched program)
+
+
 def seed_list(v: Any) -> tuple[int, ...]:
-    """'42-51', '42,45' or a TOML list: distinct seeds >= 0."""
+    """'42-51', '42,45' or a TOML list: distinct seeds in 0..2^64-1, at most MAX_SEEDS of them."""
     if isinstance(v, (list, tuple)):
         parts = [str(x) for x in v]
     elif isinstance(v, str):
@@ -33,8 +36,10 @@ def seed_list(v: Any) -> tuple[int, ...]:
             a, b = int(lo), int(hi) if sep else int(lo)
         except ValueError:
             raise ValueError(f"expected seeds such as 42-51 or 42,43, got {part!r}") from None
-        if a < 0 or b < a:
-            raise ValueError(f"expected a range low-high of seeds >= 0, got {part!r}")
+        if a < 0 or b < a or b > MAX_SEED:
+            raise ValueError(f"expected a range low-high of seeds in 0..2^64-1, got {part!r}")
+        if b - a + 1 + len(out) > MAX_SEEDS:
+            raise ValueError(f"expected at most {MAX_SEEDS} seeds, got {part!r}")
         out += [s for s in range(a, b + 1) if s not in out]
     if not out:
         raise ValueError("expected at least one seed")

@@ -15,14 +15,16 @@ def number(kind: type = int, low: float | None = None, *, above: bool = False, h
     and at most `high`; `what` names the expected value in its error message."""
     noun = what or ("an integer" if kind is int else "a number")
 
+    show = (lambda x: str(int(x))) if kind is int else (lambda x: f"{x:g}")
+
     def bounds() -> str:
         if high is not None:
-            return f"{noun} {low:g}..{high:g}"
+            return f"{noun} in ({show(low)}, {show(high)}]" if above else f"{noun} {show(low)}..{show(high)}"
         if low is None:
             return noun
         if kind is float:
-            return f"a finite number {'>' if above else '>='} {low:g}"
-        return f"{noun} {'>' if above else '>='} {low:g}"
+            return f"a finite number {'>' if above else '>='} {show(low)}"
+        return f"{noun} {'>' if above else '>='} {show(low)}"
 
     def convert(v: Any) -> Any:
         if isinstance(v, bool) or (kind is int and not isinstance(v, (int, str))):
@@ -44,11 +46,13 @@ priority = number(int, 0, high=11, what="a trace priority")
 
 
 def float_list(v: Any) -> tuple[float, ...]:
-    """Comma-separated numbers (or a TOML list) as a tuple of floats."""
+    """Comma-separated finite numbers (or a TOML list) as a tuple of floats."""
     items = v.split(",") if isinstance(v, str) else list(v)
     out = tuple(float(x) for x in items if str(x).strip() != "")
     if not out:
         raise ValueError("expected a comma-separated list of numbers")
+    if not all(math.isfinite(x) for x in out):
+        raise ValueError(f"expected finite numbers, got {v if isinstance(v, str) else list(v)!r}")
     return out
 
 
@@ -115,7 +119,9 @@ def dest_flag(dest: str) -> str:
 
 
 # ---- Flags every experiment shares (their defaults and help vary by command) ----
-SEED = Option("seed", nonneg_int, 1, "random seed: same seed, same results on any device count", "S")
+MAX_SEED = (1 << 64) - 1  # rng.MAX_SEED (not imported: the CLI's flags load without JAX)
+SEED = Option("seed", number(int, 0, high=MAX_SEED, what="a seed"), 1,
+              "random seed, 0..2^64-1, each its own stream: same seed, same results on any device count", "S")
 TRIALS = Option("trials", positive_int, 5, "shuffled task orders per policy (common random numbers)", "T")
 POLICY = Option("policy", policy_list, "all", "comma-separated policies, or 'all' (see `jaxsched policies`)", "LIST")
 POLICY_FILE = Option("policy-file", path, None, "a Python file of user policies (@jaxsched.policy): each one "
@@ -130,8 +136,9 @@ GENOME = Option("genome", float_list, None, "w0,w1,w2,w3,w4,w5,p1,p2 for the 'fa
                 "alpha_evolve's point 1,1,1,1,0,0,1,1)", "G")
 JSON = Option("json", path, None, "write the full results as JSON to this file (atomically)", "FILE")
 MACHINES = Option("machines", positive_int, 2000, "synthetic cluster size (machines)", "M")
-RHO = Option("rho", positive_float, 0.75, "synthetic load: tasks are drawn until the binding dimension's total "
-             "demand reaches RHO of capacity", "RHO")
+RHO = Option("rho", number(float, 0.0, above=True, high=10.0, what="a load"), 0.75,
+             "synthetic load, in (0, 10]: tasks are drawn until the binding dimension's total demand reaches "
+             "RHO of capacity", "RHO")
 
 TRACE_OPTIONS = (
     Option("trace-dir", path, None, "pack a real trace instead of the synthetic workload: a Google "
@@ -146,7 +153,7 @@ TRACE_OPTIONS = (
            "alive tasks), 'all' (every task at once) or seconds from the trace start (default: busiest; "
            "all for Alibaba GPU pod lists)", "T"),
     Option("cache-dir", path, None, "trace: where parsed traces are cached as Parquet (default: "
-           "$JAXSCHED_CACHE_DIR, else DIR/.jaxsched-cache if writable, else ~/.cache/jaxsched)", "DIR"),
+           "$JAXSCHED_CACHE_DIR, else $XDG_CACHE_HOME/jaxsched/traces, else ~/.cache/jaxsched/traces)", "DIR"),
     Option("no-cache", flag, False, "trace: parse the trace files without reading or writing the cache"),
     Option("pod-list", path, "default", "Alibaba GPU trace: the pod list openb_pod_list_NAME.csv", "NAME"),
     Option("node-list", path, "all_node", "Alibaba GPU trace: the node list openb_node_list_NAME.csv", "NAME"),

@@ -29,7 +29,12 @@ def trace_snapshot(s, trace, filters, at, within=None):
     """(cluster, workload, JSON description) of one snapshot of a loaded trace."""
     from ..filters import snapshot_tasks
 
-    index, chosen = snapshot_tasks(trace.workload, filters, trace.window[0], at, within)
+    try:
+        index, chosen = snapshot_tasks(trace.workload, filters, trace.window[0], at, within)
+    except InputError as e:
+        if str(e).startswith("no task is alive"):
+            raise UsageError(f"--at: {e}") from None
+        raise
     snap = trace.take(index)
     doc = dict(trace.describe(), trace_dir=s["trace_dir"], loaded_tasks=trace.workload.num_tasks,
                tasks=snap.workload.num_tasks, snapshot=chosen)

@@ -52,7 +52,10 @@ def allocate(problem: CvxProblem, seed: int = 1, trial: int = 0, cfg: PriceConfi
     jax.block_until_ready(prices)
     t1 = time.perf_counter()
     key = rng.trial_keys(seed, EXPERIMENT, trial + 1)[trial]
-    placement, _ = place(problem, shapes, price_inputs(problem, shapes), prices.lam, prices.mu, key)
+    if problem.num_tasks == 0:  # nothing to place (a round with an empty queue)
+        placement = np.zeros(0, np.int32)
+    else:
+        placement, _ = place(problem, shapes, price_inputs(problem, shapes), prices.lam, prices.mu, key)
     t2 = time.perf_counter()
     return Allocation(placement=placement, objective=objective(problem, placement), prices=prices,
                       shapes=len(shapes.count), price_seconds=t1 - t0, place_seconds=t2 - t1)

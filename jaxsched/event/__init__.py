@@ -19,8 +19,8 @@ rules):
   fits nowhere may evict tasks of priority < 9: among machines where it fits once all of
   their evictable tasks are gone, the one with the least shortfall sum_r max(0, d_r - f_r)
   (lowest index among ties); victims on it go lowest priority first, then largest
-  (d_cpu + d_mem + ...), then lowest task number, until the task fits. Victims re-queue
-  and later resume their remaining duration. Production is never evicted.
+  (d_cpu + d_mem + ..., every dimension; docs/event.md says why), then lowest task number,
+  until the task fits. Victims re-queue and later resume their remaining duration. Production is never evicted.
 - Draws: attempt n of task i (every try counts, from 0) uses the counter-hash step
   i + n * N of its trial's stream, so every policy sees the same draws for the same try.
 

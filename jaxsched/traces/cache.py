@@ -25,18 +25,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
+from ..user_cache import user_cache_dir
 
 ENV_CACHE_DIR = "JAXSCHED_CACHE_DIR"
 
 
-def default_cache_dir(trace_dir: str) -> str:
-    """$JAXSCHED_CACHE_DIR, else `<trace_dir>/.jaxsched-cache` if writable, else ~/.cache/jaxsched."""
-    if os.environ.get(ENV_CACHE_DIR):
-        return os.environ[ENV_CACHE_DIR]
-    if os.access(trace_dir, os.W_OK):
-        return os.path.join(trace_dir, ".jaxsched-cache")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jaxsched")
+def default_cache_dir() -> str:
+    """$JAXSCHED_CACHE_DIR, else the user's cache directory's `traces` folder
+    (`$XDG_CACHE_HOME/jaxsched/traces`, else `~/.cache/jaxsched/traces`): never the
+    trace's own directory, which may be someone else's shared data."""
+    return os.environ.get(ENV_CACHE_DIR) or user_cache_dir("traces")
 
 
 def cache_key(kind: str, version: int, trace_dir: str, files: Sequence[str]) -> tuple[str, str]:

@@ -358,7 +358,7 @@ def load_google2011(trace_dir: str, cache_dir: str | None = None, use_cache: boo
         raise InputError(f"trace directory {trace_dir}: no such directory")
     task_files = part_files(trace_dir, "task_events")
     machine_files = part_files(trace_dir, "machine_events")
-    cache_dir = cache_dir or trace_cache.default_cache_dir(trace_dir)
+    cache_dir = cache_dir or trace_cache.default_cache_dir()
     prefix, key = trace_cache.cache_key(SOURCE, PARSER_VERSION, trace_dir, task_files + machine_files)
     if use_cache:
         hit = trace_cache.read_entry(cache_dir, key)
