@@ -301,6 +301,68 @@ def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
         raise InputError(f"{path}: a row is not numeric or has too few columns") from None
 
 
+def _fail(path, kind, what):
+    raise InputError(f"{path}: not a valid jaxsched {kind} result: {what}")
+
+
+def _dict_of_dicts(doc, key, path, kind, need=()):
+    """doc[key]: a non-empty {name: dict}, each holding the keys in `need`."""
+    v = doc.get(key)
+    if not isinstance(v, dict) or not v:
+        _fail(path, kind, f"'{key}' must be a non-empty object")
+    for name, entry in v.items():
+        if not isinstance(entry, dict):
+            _fail(path, kind, f"'{key}.{name}' must be an object, got {type(entry).__name__}")
+        for k in need:
+            if k not in entry:
+                _fail(path, kind, f"'{key}.{name}' has no '{k}'")
+    return v
+
+
+def check_result(doc, path: str) -> str:
+    """The kind of a result document (snapshot, event, evolve, tune, cvx, gpushare, bench), its
+    fields checked before anything is rendered; InputError naming the file and the field."""
+    if isinstance(doc, dict) and "benchmarks" in doc and "experiment" not in doc:
+        for b, entry in _dict_of_dicts(doc, "benchmarks", path, "benchmark", ("headlines",)).items():
+            rows = entry["headlines"]
+            if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 3 and
+                                                     isinstance(r[1], (int, float)) for r in rows):
+                _fail(path, "benchmark", f"'benchmarks.{b}.headlines' must be [figure, value, goal] rows")
+        return "bench"
+    if not isinstance(doc, dict) or "jaxsched" not in doc or "experiment" not in doc:
+        raise InputError(f"{path}: not a jaxsched result (a JSON object with 'jaxsched' and 'experiment' fields, "
+                         "as the commands' --json writes)")
+    kind = doc["experiment"]
+    if kind == "snapshot":
+        for p, metrics in _dict_of_dicts(doc, "policies", path, kind).items():
+            for m, v in metrics.items():
+                if not isinstance(v, dict) or not ({"mean", "std"} <= set(v) or "not_computed" in v or "undefined" in v):
+                    _fail(path, kind, f"'policies.{p}.{m}' must be an object with mean and std")
+    elif kind == "event":
+        for p, entry in _dict_of_dicts(doc, "policies", path, kind, ("mean", "trials")).items():
+            if not isinstance(entry["mean"], dict) or not isinstance(entry["trials"], list):
+                _fail(path, kind, f"'policies.{p}' must hold a 'mean' object and a 'trials' list")
+    elif kind in ("evolve", "tune"):
+        hist = doc.get("history")
+        if not isinstance(hist, list) or not hist or not all(isinstance(h, dict) and "index" in h for h in hist):
+            _fail(path, kind, "'history' must be a non-empty list of generations or steps")
+    elif kind == "cvx":
+        if not any(isinstance(doc.get(k), (dict, list)) and doc.get(k) for k in ("cvxcluster", "exact", "online")):
+            _fail(path, kind, "it holds none of 'cvxcluster', 'exact' and 'online'")
+        c = doc.get("cvxcluster")
+        if c is not None and not (isinstance(c, dict) and isinstance(c.get("objective"), list)
+                                  and isinstance(c.get("placed"), list) and isinstance(c.get("dual"), (int, float))):
+            _fail(path, kind, "'cvxcluster' must hold 'objective' and 'placed' lists and a 'dual' number")
+    elif kind == "gpushare":
+        for p, entry in _dict_of_dicts(doc, "policies", path, kind, ("alloc", "frag", "frag_ratio", "seeds")).items():
+            for c in ("alloc", "frag", "frag_ratio"):
+                if not isinstance(entry[c], dict) or not {"mean", "min", "max", "at_100"} <= set(entry[c]):
+                    _fail(path, kind, f"'policies.{p}.{c}' must hold mean, min, max and at_100")
+    else:
+        raise InputError(f"{path}: a jaxsched result of an unknown experiment {kind!r}")
+    return kind
+
+
 def build_report(paths: list[str]) -> str:
     """The HTML page for these result files (JSON documents and utilization CSVs).
 
@@ -329,27 +391,19 @@ def build_report(paths: list[str]) -> str:
             raise InputError(f"{path}: no such file") from None
         except (OSError, json.JSONDecodeError) as e:
             raise InputError(f"{path}: not a JSON file ({e})") from None
-    sections, skipped = [], []
+    sections = []
     for path, doc in docs:
-        name = os.path.basename(path)
-        kind = doc.get("experiment") if isinstance(doc, dict) else None
-        if kind == "snapshot":
-            sections.append(_snapshot(doc, name))
-        elif kind == "event":
-            sections.append(_event(doc, name, csvs))
-        elif kind in ("evolve", "tune") and doc.get("history"):
-            sections.append(_evolve(doc, name))
-        elif kind == "cvx":
-            sections.append(_cvx(doc, name))
-        elif kind == "gpushare":
-            sections.append(_gpushare(doc, name))
-        elif isinstance(doc, dict) and "benchmarks" in doc:
-            sections.append(_bench(doc, name))
-        else:
-            skipped.append(name)
-    note = f"<p>Not rendered (no view for them): {_esc(', '.join(skipped))}</p>" if skipped else ""
+        name, kind = os.path.basename(path), check_result(doc, path)
+        render = {"snapshot": lambda: _snapshot(doc, name), "event": lambda: _event(doc, name, csvs),
+                  "evolve": lambda: _evolve(doc, name), "tune": lambda: _evolve(doc, name),
+                  "cvx": lambda: _cvx(doc, name), "gpushare": lambda: _gpushare(doc, name),
+                  "bench": lambda: _bench(doc, name)}[kind]
+        try:
+            sections.append(render())
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration) as e:
+            raise InputError(f"{path}: a {kind} result this report cannot read ({type(e).__name__}: {e})") from None
     body = "\n".join(f"<section>{s}</section>" for s in sections)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jaxsched report</title>"
             f"<style>{STYLE}</style></head><body><h1>jaxsched report</h1>"
             f"<p>{len(sections)} result(s): {_esc(', '.join(os.path.basename(p) for p in paths))}. Click a column "
-            f"header to sort.</p>{note}<pre id=\"errors\"></pre>\n{body}\n<script>{SCRIPT}</script></body></html>\n")
+            f"header to sort.</p><pre id=\"errors\"></pre>\n{body}\n<script>{SCRIPT}</script></body></html>\n")

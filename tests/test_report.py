@@ -76,11 +76,23 @@ def test_report_loads_in_headless_chromium(results, tmp_path, capsys):
 @pytest.mark.parametrize("name, content, message", [
     ("x.json", "not json", "not a JSON file"), ("x.json", None, "no such file"), ("util_a.csv", None, "no such file"),
     ("util_b.csv", "a,b\n1,2\n", "not a jaxsched utilization CSV"),
-    ("util_c.csv", "time_s,util_cpu\n0,x\n", "not numeric")])
+    ("util_c.csv", "time_s,util_cpu\n0,x\n", "not numeric"),
+    ("other.json", '{"name": "someone else\'s program"}', "not a jaxsched result"),
+    ("list.json", "[1, 2, 3]", "not a jaxsched result"),
+    ("bare.json", '{"jaxsched": "0.1.0", "experiment": "snapshot"}', "'policies' must be a non-empty object"),
+    ("bare_event.json", '{"jaxsched": "0.1.0", "experiment": "event"}', "'policies' must be a non-empty object"),
+    ("num.json", '{"jaxsched": "0.1.0", "experiment": "snapshot", "policies": {"best_fit": 5}}',
+     "'policies.best_fit' must be an object"),
+    ("cvx.json", '{"jaxsched": "0.1.0", "experiment": "cvx"}', "none of 'cvxcluster', 'exact' and 'online'"),
+    ("evo.json", '{"jaxsched": "0.1.0", "experiment": "evolve", "history": []}', "'history' must be"),
+    ("gs.json", '{"jaxsched": "0.1.0", "experiment": "gpushare", "policies": {"fgd": {"seeds": [1]}}}', "has no"),
+    ("what.json", '{"jaxsched": "0.1.0", "experiment": "dance"}', "unknown experiment"),
+    ("bench.json", '{"benchmarks": {"x": {"headlines": [["a", "b"]]}}}', "[figure, value, goal] rows")])
 def test_report_refuses_bad_files(tmp_path, capsys, name, content, message):
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
     code, _, err = run(["report", str(path), "-o", str(tmp_path / "r.html")], capsys)
     assert code == 2 and message in err and str(path) in err
+    assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "r.html").exists()
