@@ -422,6 +422,33 @@ def score_terms(policy: Policy, d, f, ic, genome, noise, slot, encoded: bool = F
     return jnp.where(feasible(d, f, None if encoded else ic), policy.score(t, genome), -jnp.inf)
 
 
+def _check_score_args(demand, free, capacity, genome, noise) -> None:
+    """InputError naming the argument of `score` whose shape or dtype is wrong (shapes only, so
+    that `score` still traces)."""
+    arrays = {"demand": demand, "free": free, "capacity": capacity, "genome": genome, "noise": noise}
+    shapes = {}
+    for name, value in arrays.items():
+        if value is None:
+            continue
+        dtype = getattr(value, "dtype", None)
+        dtype = np.asarray(value).dtype if dtype is None else np.dtype(dtype)
+        if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)) or dtype == np.bool_:
+            raise InputError(f"score: {name} must hold numbers, got dtype {dtype}")
+        shapes[name] = tuple(np.shape(value))
+    if len(shapes["free"]) != 2:
+        raise InputError(f"score: free must be [machines, resources], got shape {shapes['free']}")
+    M, R = shapes["free"]
+    if shapes["capacity"] != (M, R):
+        raise InputError(f"score: capacity must have free's shape ({M}, {R}) [machines, resources], got "
+                         f"{shapes['capacity']}")
+    if shapes["demand"] != (R,):
+        raise InputError(f"score: demand must have one entry per resource ({R}), got shape {shapes['demand']}")
+    if genome is not None and shapes["genome"] != (GENOME_SIZE,):
+        raise InputError(f"score: genome must have {GENOME_SIZE} entries, got shape {shapes['genome']}")
+    if noise is not None and shapes["noise"] != (M,):
+        raise InputError(f"score: noise must have one entry per machine ({M}), got shape {shapes['noise']}")
+
+
 def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None) -> jax.Array:
     """Score one task on every machine, in the user layout.
 
@@ -437,6 +464,7 @@ def score(name: str, demand, free, capacity, genome=None, noise=None, slot=None)
     Returns:
         f32[M], the scores to maximize, -inf on infeasible machines.
     """
+    _check_score_args(demand, free, capacity, genome, noise)
     demand = jnp.asarray(demand, jnp.float32)
     free_t = jnp.asarray(free, jnp.float32).T
     cap_t = jnp.asarray(capacity, jnp.float32).T

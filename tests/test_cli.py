@@ -206,3 +206,14 @@ def test_a_share_of_no_demand_is_shown_undefined_not_zero(tmp_path, capsys):
     assert row.split()[2] == "-" and "- placed_w%: undefined, 0/0" in out
     doc = json.load(open(out_json))["policies"]["best_fit"]
     assert "undefined" in doc["placed_weighted"] and doc["placed_fraction"]["mean"] == 1.0
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["snapshot", "--machines", "10000000000"], "--machines 10000000000"),
+    (["snapshot", "--machines", "200", "--trials", "100000000"], "--trials 100000000"),
+    (["event", "--machines", "10000000000"], "--machines 10000000000"),
+])
+def test_sizes_that_cannot_fit_are_refused_up_front(args, flag, capsys):
+    code, _, err = run_main([*args, "--quiet"], capsys)
+    assert code == 2 and err.startswith("jaxsched: error: ") and flag in err and "GiB of memory" in err
+    assert err.count("\n") == 1

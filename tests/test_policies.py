@@ -1,7 +1,9 @@
 """Every policy's JAX score against the float64 reference, and the spec's guards."""
 
 import os
+import re
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -170,3 +172,24 @@ def test_the_shipped_policy_spec_is_the_shared_one():
         pytest.skip("../shared/spec not present")
     with open(os.path.join(root, "docs", "spec", "POLICIES.md")) as a, open(shared) as b:
         assert a.read() == b.read()
+
+
+@pytest.mark.parametrize("args, message", [
+    ((np.ones(3), np.ones((4, 2)), np.ones((4, 2))), "demand must have one entry per resource"),
+    ((np.ones(2), np.ones((4, 2)), np.ones((2, 4))), "capacity must have free's shape"),
+    ((np.ones(2), np.ones(4), np.ones((4, 2))), "free must be [machines, resources]"),
+    ((np.ones(2), np.ones((4, 2)).astype(bool), np.ones((4, 2))), "free must hold numbers"),
+    ((np.ones(2), np.ones((4, 2)), np.ones((4, 2)), np.ones(7)), "genome must have 8 entries"),
+    ((np.ones(2), np.ones((4, 2)), np.ones((4, 2)), None, np.ones(3)), "noise must have one entry per machine"),
+])
+def test_score_names_the_argument_of_the_wrong_shape(args, message):
+    from jaxsched.errors import InputError
+
+    with pytest.raises(InputError, match=re.escape(message)):
+        jaxsched.score("best_fit", *args)
+
+
+def test_score_still_traces_under_jit():
+    got = jax.jit(lambda d, f, c: jaxsched.score("best_fit", d, f, c))(np.full(2, 0.25), np.ones((4, 2)),
+                                                                         np.ones((4, 2)))
+    assert got.shape == (4,)

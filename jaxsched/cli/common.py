@@ -4,6 +4,7 @@ and the envelope of its JSON result."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any, Callable
@@ -103,3 +104,37 @@ def describe_devices() -> str:
 
     dev = jax.devices()
     return f"{len(dev)} {dev[0].platform} device(s)"
+
+
+SYNTHETIC_TASKS_PER_MACHINE = 14.0  # per unit of rho: the generator gives about 13.2 (2,000 machines, rho 0.75)
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(s: dict[str, Any], rows: int, machines: int, tasks: int, resources: int,
+                 per_row_task_bytes: int = 4, estimated: bool = False) -> None:
+    """Refuse, before any work, a run whose arrays cannot fit in this machine's memory: per
+    (row, trial) its free capacity and placements, plus the trials' orders and the workload.
+    The message names the flags that set the size."""
+    phys = physical_memory()
+    trials = int(s.get("trials") or 1)
+    need = 4.0 * rows * trials * (2 * machines * resources) + per_row_task_bytes * float(rows) * trials * tasks \
+        + 4.0 * trials * tasks + 8.0 * (machines + tasks) * resources
+    if phys is None or need <= phys:
+        return
+    flags = [f"--machines {machines}"] if not s.get("trace_dir") else []
+    flags += [f"--trials {trials}"] + ([f"{rows} policy rows"] if rows > 1 else [])
+    raise UsageError(f"{' x '.join(flags)}: {machines:,} machines x {'about ' if estimated else ''}{tasks:,} tasks "
+                     f"would need about "
+                     f"{need / 2**30:,.1f} GiB of memory, more than this machine's {phys / 2**30:,.1f} GiB")
+
+
+def synthetic_tasks(s: dict[str, Any]) -> int:
+    """About how many tasks the synthetic generator draws for --machines and --rho (a bound)."""
+    return int(SYNTHETIC_TASKS_PER_MACHINE * s["rho"] * s["machines"]) + 1

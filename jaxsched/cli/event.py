@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from .common import check_sources, check_writable, describe_devices, envelope, printer, settings_doc, \
-    write_result
+from .common import check_memory, check_sources, check_writable, describe_devices, envelope, printer, \
+    settings_doc, synthetic_tasks, write_result
 from .config import UsageError, resolve
 from .options import GENOME, JSON, MACHINES, POLICY, POLICY_FILE, POLICY_PARAMS, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, \
     flag, path, positive_float, positive_int
@@ -38,6 +38,8 @@ OPTIONS = (
            "1,000,000 rows per file)", "S"),
 ) + TRACE_WINDOW_OPTIONS
 
+
+EVENT_TASK_BYTES = 32  # per (row, task): the replay's per-task state and its segment log, about
 
 HELP = "replay the arrival stream through a discrete-event scheduler"
 DESCRIPTION = ("Replay arrivals through each policy with a pending queue (and Borg-style preemption "
@@ -70,8 +72,11 @@ def run(args: argparse.Namespace) -> int:
     from ..event.stats import SERIES_CAP, utilization_series
 
     say = printer(args.quiet)
+    if not s["trace_dir"]:
+        check_memory(s, len(policies), s["machines"], synthetic_tasks(s), 2, EVENT_TASK_BYTES, estimated=True)
     t0 = time.perf_counter()
     cluster, workload, source = replay_workload(s, args.quiet)
+    check_memory(s, len(policies), cluster.num_machines, workload.num_tasks, cluster.num_resources, EVENT_TASK_BYTES)
     span = float(np.max(np.asarray(workload.arrival) + np.asarray(workload.duration)))
     if paths and span / s["util_dt"] > SERIES_CAP:
         raise UsageError(f"--util-dt {s['util_dt']:g}: a {span:,.0f} s replay would give more than "

@@ -6,8 +6,8 @@ import argparse
 import time
 
 from .. import progress
-from .common import check_sources, check_writable, describe_devices, envelope, settings_doc, slot_for, \
-    write_result
+from .common import check_memory, check_sources, check_writable, describe_devices, envelope, settings_doc, \
+    slot_for, synthetic_tasks, write_result
 from .config import resolve
 from .options import GENOME, JSON, MACHINES, POLICY, POLICY_FILE, POLICY_PARAMS, RHO, SAMPLE_K, SEED, SLOT, TRACE_OPTIONS, TRIALS, Option, \
     choice, flag, positive_int
@@ -82,8 +82,11 @@ def run(args: argparse.Namespace) -> int:
     slot_for(s, 3 if s["trace_dir"] else 2)
     check_writable(s["json"])
 
+    if not s["trace_dir"]:
+        check_memory(s, len(policies), s["machines"], synthetic_tasks(s), 2, estimated=True)
     t0 = time.perf_counter()
     cluster, workload, source, cache_state = snapshot_workload(s, args.quiet)
+    check_memory(s, len(policies), cluster.num_machines, workload.num_tasks, cluster.num_resources)
     slot = slot_for(s, cluster.num_resources)
     bar = None if args.quiet else progress.maybe("packing")
     search_bar, close_bars = _search_bars(args.quiet)
