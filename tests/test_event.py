@@ -305,3 +305,19 @@ def test_victims_are_ordered_by_their_demand_over_every_dimension():
     segs = rep.segments[0]
     runs = np.bincount(segs[:, 0], minlength=3)
     assert rep.evictions[0] == 1 and runs.tolist() == [1, 2, 1]  # B evicted and resumed, A untouched
+
+
+def test_too_many_evictions_stop_the_replay_at_the_first_call_past_the_limit(monkeypatch):
+    from jaxsched.event import run as event_run
+
+    cluster, wl = grid_case(4, M=6, N=150)
+    monkeypatch.setattr(event_run, "STEPS_PER_CALL", 8)
+    calls, jit = [], event_run._run_jit
+    monkeypatch.setattr(event_run, "_run_jit", lambda *a, **k: calls.append(1) or jit(*a, **k))
+    cfg, keys = event.EventConfig(("best_fit",), preempt=True), rng.trial_keys(0, "event", 1)
+    event.replay(cluster, wl, cfg, keys)
+    full = len(calls)
+    calls.clear()
+    with pytest.raises(InputError, match="max-evictions"):
+        event.replay(cluster, wl, cfg, keys, max_evictions=1)
+    assert 0 < len(calls) < full  # stopped once the log overflowed, not at the end of the replay

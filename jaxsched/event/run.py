@@ -4,6 +4,7 @@ the figures of an experiment computed from the run segments on the host."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Callable
 
 import jax
@@ -126,10 +127,10 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
         raise InputError(f"genomes must have shape ({B}, {genome_width(cfg.policies)}), got {genomes.shape}")
     st, Cp = _static(cap, inputs, genomes, keys, Np)
     state = initial_state(st.cap, inputs.duration, B, Np, S, L, Cp, L >> WORD_SHIFT)
-    state, steps = _replay_on_devices(state, st, cfg, M, N, progress)
+    state, steps = _replay_on_devices(state, st, cfg, M, N, progress, S if cfg.preempt else None)
     ctl = jax.tree.map(np.asarray, state.ctl)
     if np.any(ctl.segments > S):
-        raise InputError(f"more than {E} evictions in a replay; raise --max-evictions")
+        raise _too_many_evictions(E)
     seg = np.asarray(state.seg)
     first = np.asarray(state.tasks.first_start[:, :N]).astype(np.int64)
     segments = []
@@ -145,14 +146,26 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
                   drain_certain=count64(ctl.tries, ctl.tries_hi) - drawn)
 
 
-def _drive(state, st, cfg, M, N, report):
+def _too_many_evictions(E: int) -> InputError:
+    return InputError(f"more than {E} evictions in a replay (the replay stopped there); raise --max-evictions")
+
+
+def _drive(state, st, cfg, M, N, report, max_segments=None, cancel=None):
     """Run the compiled replay loop to the end: (final state, steps); report(done, 2N) per call,
-    done counting the events of the share's slowest row."""
+    done counting the events of the share's slowest row. A row whose segment log overflows
+    `max_segments` (more evictions than it has room for) stops the replay at that call, and
+    sets `cancel` (a threading.Event) so that the other devices' shares stop too."""
     steps, live = 0, True
     while live:
+        if cancel is not None and cancel.is_set():
+            break
         state, live = _run_jit(state, st, jnp.int32(STEPS_PER_CALL), cfg=cfg, num_machines=M, num_tasks=N)
         live = bool(live)
         steps += STEPS_PER_CALL
+        if max_segments is not None and bool(jnp.any(state.ctl.segments > max_segments)):
+            if cancel is not None:
+                cancel.set()
+            break
         if report is not None:
             ctl = state.ctl
             running = np.asarray(jnp.sum(state.end < INF, axis=1))
@@ -170,13 +183,14 @@ def device_groups(policies: tuple[str, ...]) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _replay_on_devices(state, st, cfg, M, N, progress):
+def _replay_on_devices(state, st, cfg, M, N, progress, max_segments=None):
     """`_drive` of every row, the rows split over the local devices: each share is its own
     program (its own policies) running on its own device, driven from its own thread.
     Rows never interact, so results are identical to one device."""
     groups = device_groups(cfg.policies)
     if len(groups) == 1:
-        return _drive(state, st, cfg, M, N, progress)
+        return _drive(state, st, cfg, M, N, progress, max_segments)
+    cancel = threading.Event()
     slowest = SlowestShare(progress, len(groups), 2 * N)
     rowwise = ("genomes", "swords", "nwords")
 
@@ -185,7 +199,7 @@ def _replay_on_devices(state, st, cfg, M, N, progress):
         sub_state = jax.device_put(jax.tree.map(lambda x: x[lo:hi], state), device)
         sub_st = jax.device_put(st._replace(**{f: getattr(st, f)[lo:hi] for f in rowwise}), device)
         sub_cfg = dataclasses.replace(cfg, policies=cfg.policies[lo:hi])
-        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, slowest.reporter(g))
+        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, slowest.reporter(g), max_segments, cancel)
         return jax.tree.map(np.asarray, final), steps
 
     parts = on_devices(run, len(groups))
