@@ -266,3 +266,20 @@ def test_cli_cvx_bad_flags(args, message, capsys):
 def test_an_empty_problem_gives_an_empty_allocation():
     a = allocate(make_problem(np.ones((3, 2)), np.zeros((0, 2))))
     assert a.placement.shape == (0,) and a.objective == 0.0
+
+
+def test_a_mip_that_found_nothing_says_so(monkeypatch, tmp_path, capsys):
+    """HiGHS stopping at its limit without a solution: the CLI says so plainly, and the JSON holds
+    no made-up objective or infinite bound."""
+    import jaxsched.cvx
+    from jaxsched.cvx.exact import MIPSolution
+
+    monkeypatch.setattr(jaxsched.cvx, "solve_mip", lambda problem, time_limit=60.0, rel_gap=1e-4: MIPSolution(
+        0.0, float("inf"), False, np.full(problem.num_tasks, -1, np.int32), 1.0, "Time limit reached", found=False))
+    out_json = tmp_path / "c.json"
+    code, out, err = run(["cvx", "--machines", "20", "--rho", "0.8", "--exact", "--json", str(out_json)], capsys)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("HiGHS MIP"))
+    assert "found no solution" in line and "inf" not in line and "best found" not in line
+    x = json.loads(out_json.read_text())["exact"]
+    assert x["mip_found"] is False and x["mip_objective"] is None and x["mip_bound"] is None

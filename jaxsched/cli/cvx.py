@@ -129,9 +129,13 @@ def _snapshot(s, problem, cfg, say, doc) -> None:
         doc["exact"] = exact_summary(lp, mip)
         best_bound = min(lp.objective, mip.bound)
         say(f"HiGHS LP: {lp.objective:.2f} in {lp.seconds:.2f} s (JAX dual {100 * (dual / lp.objective - 1):+.3f}%)")
-        say(f"HiGHS MIP: {'optimal' if mip.optimal else 'best found'} {mip.objective:.1f}, bound "
-            f"{mip.bound:.1f}, {mip.seconds:.1f} s ({mip.status}); CvxCluster within "
-            f"{100 * (1 - np.mean(objs) / best_bound):.2f}% of the best bound")
+        gap = f"CvxCluster within {100 * (1 - np.mean(objs) / best_bound):.2f}% of the best bound " \
+              f"({best_bound:.1f}, the {'LP' if best_bound == lp.objective else 'MIP'}'s)" if best_bound > 0 else ""
+        if mip.found:
+            say(f"HiGHS MIP: {'optimal' if mip.optimal else 'best found'} {mip.objective:.1f}, bound "
+                f"{mip.bound:.1f}, {mip.seconds:.1f} s ({mip.status}); {gap}")
+        else:
+            say(f"HiGHS MIP: found no solution in {mip.seconds:.1f} s ({mip.status}); {gap}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ class MIPSolution:
     placement: np.ndarray  # i32[N], server of each task, -1 unplaced
     seconds: float
     status: str
+    found: bool = True  # False: HiGHS stopped (its time limit) without any integer solution
 
 
 def _pairs(mask: np.ndarray):
@@ -110,7 +111,7 @@ def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e
     seconds = time.perf_counter() - t0
     placement = np.full(N, -1, np.int32)
     if res.x is None:
-        return MIPSolution(0.0, float("inf"), False, placement, seconds, res.message)
+        return MIPSolution(0.0, float("inf"), False, placement, seconds, res.message, found=False)
     on = res.x > 0.5
     placement[i[on]] = j[on]
     obj = float(-res.fun)
@@ -121,5 +122,7 @@ def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e
 
 def exact_summary(lp: LPSolution, mip: MIPSolution) -> dict:
     """The exact references as JSON: the LP optimum, the MIP's best and bound, their times."""
-    return {"lp_objective": lp.objective, "lp_seconds": lp.seconds, "mip_objective": mip.objective,
-            "mip_bound": mip.bound, "mip_optimal": mip.optimal, "mip_seconds": mip.seconds, "mip_status": mip.status}
+    return {"lp_objective": lp.objective, "lp_seconds": lp.seconds,
+            "mip_objective": mip.objective if mip.found else None,
+            "mip_bound": mip.bound if np.isfinite(mip.bound) else None, "mip_optimal": mip.optimal,
+            "mip_found": mip.found, "mip_seconds": mip.seconds, "mip_status": mip.status}
