@@ -1,4 +1,5 @@
-"""A progress bar on a terminal, silence elsewhere (CI, pipes, files)."""
+"""Progress on stderr: a bar redrawn in place on a terminal; elsewhere (CI, pipes, files) a
+plain line every LINE_INTERVAL_S seconds of long work, with an estimate of the time left."""
 
 from __future__ import annotations
 
@@ -6,28 +7,41 @@ import os
 import sys
 import time
 
+LINE_INTERVAL_S = 10.0  # off a terminal: seconds between progress lines (none for shorter work)
+
 
 def enabled(stream=None) -> bool:
-    """True when progress should be drawn: stderr is a TTY and CI is not set."""
+    """True when a bar should be drawn: stderr is a TTY and CI is not set."""
     stream = stream or sys.stderr
     return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("CI")
 
 
 class Progress:
-    """Callable progress(done, total) that redraws one stderr line, at most 10 times a second."""
+    """Callable progress(done, total): on a terminal, one stderr line redrawn at most 10 times a
+    second; with `lines`, a new line every LINE_INTERVAL_S seconds (the first after as long)."""
 
-    def __init__(self, label: str, stream=None):
+    def __init__(self, label: str, stream=None, lines: bool = False):
         self.label = label
         self.stream = stream or sys.stderr
+        self.lines = lines
         self.start = time.perf_counter()
-        self.last = 0.0
+        self.last = self.start if lines else 0.0
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
+        frac = done / total if total else 1.0
+        if self.lines:
+            if done >= total or now - self.last < LINE_INTERVAL_S:
+                return
+            self.last = now
+            elapsed = now - self.start
+            left = f", about {elapsed * (1 - frac) / frac:.0f} s left" if frac > 0 else ""
+            self.stream.write(f"{self.label}: {done}/{total} ({100 * frac:.1f}%) after {elapsed:.0f} s{left}\n")
+            self.stream.flush()
+            return
         if done < total and now - self.last < 0.1:
             return
         self.last = now
-        frac = done / total if total else 1.0
         bar = "#" * int(30 * frac)
         self.stream.write(f"\r{self.label} [{bar:<30}] {done}/{total} {now - self.start:6.1f}s")
         if done >= total:
@@ -35,23 +49,35 @@ class Progress:
         self.stream.flush()
 
 
-def maybe(label: str):
-    """A Progress for `label` if progress is enabled, else None."""
-    return Progress(label) if enabled() else None
+def maybe(label: str) -> Progress:
+    """A Progress for `label`: a bar on a terminal, progress lines elsewhere."""
+    return Progress(label) if enabled() else Progress(label, lines=True)
 
 
 class Ticker:
-    """Callable ticker(count) for work of unknown length: redraws '<label> <count> <elapsed>s' on stderr."""
+    """Callable ticker(count) for work of unknown length: '<label>: <unit> <count> <elapsed>s' on
+    stderr, redrawn on a terminal, else a line every LINE_INTERVAL_S seconds."""
 
     def __init__(self, label: str, unit: str, stream=None):
         self.label, self.unit = label, unit
         self.stream = stream or sys.stderr
-        self.start = time.perf_counter()
+        self.lines = not enabled(self.stream)
+        self.start = self.last = time.perf_counter()
+        self.drawn = False
 
     def __call__(self, count: int) -> None:
-        self.stream.write(f"\r{self.label}: {self.unit} {count} {time.perf_counter() - self.start:6.1f}s")
+        now = time.perf_counter()
+        if self.lines:
+            if now - self.last < LINE_INTERVAL_S:
+                return
+            self.last = now
+            self.stream.write(f"{self.label}: {self.unit} {count} after {now - self.start:.0f} s\n")
+        else:
+            self.stream.write(f"\r{self.label}: {self.unit} {count} {now - self.start:6.1f}s")
+            self.drawn = True
         self.stream.flush()
 
     def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -58,7 +58,7 @@ def _search_bars(quiet: bool):
     tickers = {}
 
     def search_bar(name, rounds):
-        if quiet or not progress.enabled():
+        if quiet:
             return
         for other in [k for k in tickers if k != name]:
             tickers.pop(other).close()
