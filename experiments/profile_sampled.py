@@ -124,27 +124,25 @@ def main() -> int:
     frame_of = dict(re.findall(r"%([\w.\-]+) = .*?stack_frame_id=(\d+)", hlo))
     op_name = dict(re.findall(r"%([\w.\-]+) = .*?op_name=\"([^\"]*)\"", hlo))
     where = frames(hlo)
-    sources, phase_of_op, dur, count = {}, {}, collections.Counter(), collections.Counter()
+    dur, count = collections.Counter(), collections.Counter()
     for e in events:
         a = e.get("args", {})
-        if e.get("ph") != "X" or a.get("hlo_module") != "jit_chunk" or "hlo_op" not in a:
-            continue
-        op = a["hlo_op"]
-        dur[op] += e["dur"]
-        count[op] += 1
-        if op in phase_of_op:
-            continue
+        if e.get("ph") == "X" and a.get("hlo_module") == "jit_chunk" and "hlo_op" in a:
+            dur[a["hlo_op"]] += e["dur"]
+            count[a["hlo_op"]] += 1
+    # The loops a kernel runs inside (a kernel without a name is taken as one of the step's).
+    depth = {op: len(re.findall(r"while/(?:body|cond)", op_name[op])) if op in op_name else 1 for op in count}
+    sources, phase_of_op = {}, {}
+    for op in count:
         f = where.get(frame_of.get(op, ""), ("", "", 0))
         if op_name.get(op, "").endswith("/while"):
             phase_of_op[op] = "loop control and bookkeeping"
-        elif op in op_name and not re.search(r"while/(?:body|cond)", op_name[op]):
+        elif depth[op] == 0:
             phase_of_op[op] = "once a chunk: its draws, tasks and fit bound"
         else:
             phase_of_op[op] = phase_of(*f, sources) if f[0] else "loop control and bookkeeping"
     # The profiler keeps a bounded number of events: scale each kernel by the steps (or chunks) it missed.
     steps = stats.get("steps", 0)
-    depth = {op: len(re.findall(r"while/(?:body|cond)", op_name[op])) if op in op_name else 1
-             for op in count}  # the loops it runs inside
     once = [count[op] for op in count if op_name.get(op) == "jit(chunk)/while"]  # the chunk's own loop
     per_step = [count[op] for op in count if depth[op] == 1]
     traced_chunks, traced_steps = max(once, default=1), max(per_step, default=1)

@@ -18,6 +18,10 @@ from .types import Workload
 DAY_S = 86_400.0
 
 
+class NoTaskAlive(InputError):
+    """The snapshot instant has no task alive (the CLI blames --at)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Filters:
     """Which tasks of a workload to keep; None leaves that filter off."""
@@ -124,7 +128,7 @@ def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0
         (indices of the snapshot's tasks, a JSON-ready record of the instant and the filters).
 
     Raises:
-        InputError: no task left by the filters, or none alive at the instant.
+        InputError: no task left by the filters; NoTaskAlive (an InputError): none alive at the instant.
     """
     index, dropped = apply_filters(workload, filters, window_start)
     if index.size == 0:
@@ -142,7 +146,7 @@ def snapshot_tasks(workload: Workload, filters: Filters, window_start: float = 0
     alive = alive_at(kept, t)
     if not np.any(alive):
         start, end = float(np.min(kept.arrival)), float(np.max(kept.arrival + kept.duration))
-        raise InputError(f"no task is alive at t = {t:g} s: the filtered tasks run between {start:g} and {end:g} s "
+        raise NoTaskAlive(f"no task is alive at t = {t:g} s: the filtered tasks run between {start:g} and {end:g} s "
                          "from the trace start")
     out = dict(info, instant="busiest" if at == "busiest" else "given", instant_s=t, alive_tasks=int(alive.sum()))
     if within is not None and at == "busiest":

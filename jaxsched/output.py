@@ -128,15 +128,15 @@ def format_table(summary: dict, columns: list[tuple]) -> str:
     line under the table says how many and what the ceiling means.
     """
     head = ["policy"] + [c[1] for c in columns]
-    rows, notes = [], {}
+    rows, notes, undefined = [], {}, {}
     for name, metrics in summary.items():
         cells = [name]
-        for key, _, scale, *digits in columns:
+        for key, header, scale, *digits in columns:
             m = metrics[key]
             if "mean" not in m:  # not computed for this policy, or undefined (0/0)
                 cells.append("-")
                 if "undefined" in m:
-                    notes.setdefault(("-", key), m["undefined"])
+                    undefined.setdefault(header, m["undefined"])
                 continue
             d = digits[0] if digits else 2
             star = "*" if m.get("at_ceiling") else ""
@@ -148,10 +148,7 @@ def format_table(summary: dict, columns: list[tuple]) -> str:
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
     lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
-    for key, note in notes.items():
-        if isinstance(key, tuple):
-            lines.append(f"- {dict((c[0], c[1]) for c in columns)[key[1]]}: undefined, {note}")
-        else:
-            means, where = note
-            lines.append(f"* {key} at its ceiling ({means}) in trials of: {', '.join(where)}")
+    for key, (means, where) in notes.items():
+        lines.append(f"* {key} at its ceiling ({means}) in trials of: {', '.join(where)}")
+    lines += [f"- {header}: undefined, {why}" for header, why in undefined.items()]
     return "\n".join(lines)

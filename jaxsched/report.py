@@ -301,6 +301,10 @@ def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
         raise InputError(f"{path}: a row is not numeric or has too few columns") from None
 
 
+VIEWS = {"snapshot": _snapshot, "evolve": _evolve, "tune": _evolve, "cvx": _cvx, "gpushare": _gpushare,
+         "bench": _bench}  # each kind's section but event's, which also takes the utilization CSVs
+
+
 def _fail(path, kind, what):
     raise InputError(f"{path}: not a valid jaxsched {kind} result: {what}")
 
@@ -394,12 +398,8 @@ def build_report(paths: list[str]) -> str:
     sections = []
     for path, doc in docs:
         name, kind = os.path.basename(path), check_result(doc, path)
-        render = {"snapshot": lambda: _snapshot(doc, name), "event": lambda: _event(doc, name, csvs),
-                  "evolve": lambda: _evolve(doc, name), "tune": lambda: _evolve(doc, name),
-                  "cvx": lambda: _cvx(doc, name), "gpushare": lambda: _gpushare(doc, name),
-                  "bench": lambda: _bench(doc, name)}[kind]
         try:
-            sections.append(render())
+            sections.append(_event(doc, name, csvs) if kind == "event" else VIEWS[kind](doc, name))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration) as e:
             raise InputError(f"{path}: a {kind} result this report cannot read ({type(e).__name__}: {e})") from None
     body = "\n".join(f"<section>{s}</section>" for s in sections)

@@ -33,8 +33,8 @@ GPUSHARE_OPTIONS = gpushare.OPTIONS
 
 # A negative number, or a comma-separated list of numbers that starts with one ("-0.05,0.05"):
 # a flag's value, never a flag (argparse's own test knows single numbers only).
-_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_NEGATIVE_VALUE = re.compile(rf"^-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:,{_NUMBER})*,?$")
+_UNSIGNED = r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NEGATIVE_VALUE = re.compile(rf"^-{_UNSIGNED}(?:,-?{_UNSIGNED})*,?$")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -27,14 +27,12 @@ def load_trace(s: dict[str, Any], quiet: bool):
 
 def trace_snapshot(s, trace, filters, at, within=None):
     """(cluster, workload, JSON description) of one snapshot of a loaded trace."""
-    from ..filters import snapshot_tasks
+    from ..filters import NoTaskAlive, snapshot_tasks
 
     try:
         index, chosen = snapshot_tasks(trace.workload, filters, trace.window[0], at, within)
-    except InputError as e:
-        if str(e).startswith("no task is alive"):
-            raise UsageError(f"--at: {e}") from None
-        raise
+    except NoTaskAlive as e:
+        raise UsageError(f"--at: {e}") from None
     snap = trace.take(index)
     doc = dict(trace.describe(), trace_dir=s["trace_dir"], loaded_tasks=trace.workload.num_tasks,
                tasks=snap.workload.num_tasks, snapshot=chosen)
