@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, TypeVar
 
+from . import interrupt
 from .errors import InputError
 
 T = TypeVar("T")
@@ -56,17 +57,38 @@ def set_cpu_devices(value: int | str = "auto") -> None:
 
 def on_devices(fn: Callable[[int, object], T], count: int) -> list[T]:
     """[fn(i, device i) for i < count], each call in its own thread with local device i as
-    JAX's default device (one program per device, all running at once)."""
+    JAX's default device (one program per device, all running at once). Where one share
+    fails, or the main thread is interrupted, the other shares stop at their next
+    `interrupt.checkpoint` and the first error is raised."""
     import jax
 
     devices = jax.local_devices()
+    stop = threading.Event()
 
     def run(i):
-        with jax.default_device(devices[i]):
-            return fn(i, devices[i])
+        interrupt.bind(stop)
+        try:
+            with jax.default_device(devices[i]):
+                return fn(i, devices[i])
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            interrupt.bind(None)
 
-    with ThreadPoolExecutor(count) as pool:
-        return list(pool.map(run, range(count)))
+    pool = ThreadPoolExecutor(count)
+    try:
+        futures = [pool.submit(run, i) for i in range(count)]
+        wait(futures, return_when=FIRST_EXCEPTION)
+    except BaseException:  # KeyboardInterrupt while waiting
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:  # the share that failed first, not one that stopped because of it
+        raise next((e for e in errors if not isinstance(e, interrupt.Stopped)), errors[0])
+    return [f.result() for f in futures]
 
 
 class SlowestShare:

@@ -39,7 +39,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from . import rng
+from . import interrupt, rng
 from .pickers import lowest_best, pick
 from .policies import FEASIBILITY_TOL, get_policy, score_machines, score_terms
 
@@ -397,6 +397,7 @@ def pack_trials(cfg, free0, inv_t, demand, orders, num_machines, genomes, swords
         run = lambda c: _chunk(c, rows, *args, **static)
     done = 0
     while done < N:
+        interrupt.checkpoint()
         carry = run(carry)
         done = int(np.min(to_host(carry.cursor)))
         if progress is not None:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import time
 
 import numpy as np
 import pytest
@@ -81,6 +82,18 @@ def test_mip_optimum_bounds_the_greedy():
     assert objective(problem, mip.placement) == pytest.approx(mip.objective)
     assert alloc.objective <= mip.objective + 1e-9 <= lp.objective + 1e-6
     assert alloc.objective >= 0.9 * mip.objective
+
+
+def test_the_mip_keeps_to_its_time_limit_on_a_model_too_large_to_finish():
+    """400 servers, 7,000 tasks: 2.3 million binaries, whose presolve and hand-over to HiGHS
+    alone take longer than 2 s. The whole call keeps to the limit, and says it found nothing."""
+    problem, _ = synthetic_problem(400, 1.2, 0)
+    t = time.perf_counter()
+    mip = exact.solve_mip(problem, time_limit=2.0)
+    took = time.perf_counter() - t
+    assert took <= 2.0 + exact.KILL_GRACE_S + 0.3 and mip.seconds <= took
+    assert not mip.found and not mip.optimal and mip.bound == float("inf") and np.all(mip.placement == -1)
+    assert "time limit" in mip.status
 
 
 def test_check_placement_catches_each_violation():

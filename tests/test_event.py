@@ -312,6 +312,7 @@ def test_too_many_evictions_stop_the_replay_at_the_first_call_past_the_limit(mon
 
     cluster, wl = grid_case(4, M=6, N=150)
     monkeypatch.setattr(event_run, "STEPS_PER_CALL", 8)
+    monkeypatch.setattr(event_run, "MAX_STEPS_PER_CALL", 8)
     calls, jit = [], event_run._run_jit
     monkeypatch.setattr(event_run, "_run_jit", lambda *a, **k: calls.append(1) or jit(*a, **k))
     cfg, keys = event.EventConfig(("best_fit",), preempt=True), rng.trial_keys(0, "event", 1)
@@ -321,3 +322,18 @@ def test_too_many_evictions_stop_the_replay_at_the_first_call_past_the_limit(mon
     with pytest.raises(InputError, match="max-evictions"):
         event.replay(cluster, wl, cfg, keys, max_evictions=1)
     assert 0 < len(calls) < full  # stopped once the log overflowed, not at the end of the replay
+
+
+def test_a_workload_without_tasks_replays_to_empty_figures():
+    cluster = Cluster(np.ones((4, 2), np.float32))
+    empty = Workload(demand=np.zeros((0, 2), np.float32), priority=np.zeros(0, np.int32), arrival=np.zeros(0),
+                     duration=np.zeros(0))
+    res = event.run_event(cluster, empty, event.EventRunConfig(policies=("best_fit", "random"), trials=2,
+                                                              preempt=True))
+    for name in ("best_fit", "random"):
+        for row in (res.row(name, t) for t in range(2)):
+            assert row["utilization"] == [0.0, 0.0] and row["segments"] == 0 and row["evictions"] == 0
+            assert row["latency"] == {"placed": 0, "never_placed": 0} and row["pending_max"] == 0.0
+    series = utilization_series(np.zeros((0, 4), np.int64), np.zeros(0), np.zeros((0, 2)), cluster.capacity, 1.0,
+                                dt=60.0)
+    assert series.tolist() == [[0.0, 0.0, 0.0, 0.0, 0.0]]

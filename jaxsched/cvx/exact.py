@@ -3,12 +3,18 @@
 - `solve_lp`: the aggregated LP relaxation of stage 1 (variables x_ik per task and
   shape), its optimum and its shadow prices (the duals of the shape capacity rows).
 - `solve_mip`: the integer placement problem itself (a binary x_ij per task and
-  server), its best solution and HiGHS's proven bound.
+  server), its best solution and HiGHS's proven bound, within its time limit.
+
+Both run HiGHS in a child process: Ctrl-C stops it at once, and a MIP that does not return
+by its time limit (HiGHS looks at its clock only now and then) is stopped there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -72,7 +78,12 @@ def _rows(problem: CvxProblem, i, col, cols: int, cap_rows, group_rows):
 
 
 def solve_lp(problem: CvxProblem, shapes: Shapes | None = None) -> LPSolution:
-    """Solve the aggregated LP max sum u_i x_ik (see module doc) with HiGHS."""
+    """Solve the aggregated LP max sum u_i x_ik (see module doc) with HiGHS (in a child
+    process, so that Ctrl-C stops it at once)."""
+    return _in_child("_solve_lp", (problem, shapes))
+
+
+def _solve_lp(problem: CvxProblem, shapes: Shapes | None) -> LPSolution:
     shapes = aggregate(problem) if shapes is None else shapes
     K = len(shapes.count)
     N, R = problem.demand.shape
@@ -94,8 +105,70 @@ def solve_lp(problem: CvxProblem, shapes: Shapes | None = None) -> LPSolution:
     return LPSolution(objective=float(-res.fun), x=x, prices=prices, group_prices=gp, seconds=seconds)
 
 
+KILL_GRACE_S = 0.5  # past the time limit, a MIP solve that has not returned is stopped
+HAND_BACK_S = 0.05  # share of the time limit kept for handing the solution back
+
+
 def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e-4) -> MIPSolution:
-    """Solve the per-server integer placement problem with HiGHS MIP."""
+    """Solve the per-server integer placement problem with HiGHS MIP, within `time_limit`
+    seconds of wall time from this call, the model's construction included.
+
+    HiGHS looks at its clock only now and then (not during a long presolve), and scipy's
+    hand-over of a large model is outside that clock; so the solve runs in a child process,
+    given the time left, and is stopped KILL_GRACE_S past the limit if it has not returned:
+    then the result has no solution (`found` False) and says so in its status.
+    """
+    start = time.monotonic()
+    deadline = start + float(time_limit)
+    outcome = _in_child("_solve_mip", (problem, deadline, float(time_limit), float(rel_gap)),
+                        timeout=time_limit + KILL_GRACE_S)
+    if outcome is None:
+        return MIPSolution(0.0, float("inf"), False, np.full(problem.num_tasks, -1, np.int32),
+                           time.monotonic() - start,
+                           f"stopped at the {time_limit:g} s time limit before HiGHS returned", found=False)
+    return dataclasses.replace(outcome, seconds=time.monotonic() - start)
+
+
+def _in_child(name: str, args: tuple, timeout: float | None = None):
+    """This module's `name`(*args) in a child interpreter: its result, or None where it ran
+    past `timeout` seconds and was stopped; its error is raised again here. A fresh
+    interpreter: never a fork of one running JAX's threads, and no re-import of the caller's
+    main module; the arguments and the answer are pickled through its stdin and stdout."""
+    code = f"from jaxsched.cvx import exact; exact._child({name!r})"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        out, err = child.communicate(pickle.dumps(args), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:  # also on Ctrl-C
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    if child.returncode != 0 or not out:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise RuntimeError(f"the HiGHS process failed (exit code {child.returncode}): {tail[0]}")
+    outcome = pickle.loads(out)
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def _child(name: str) -> None:
+    """The child process of `_in_child`: the arguments from stdin, the answer (or the error
+    raised) to stdout."""
+    args = pickle.load(sys.stdin.buffer)
+    try:
+        outcome = globals()[name](*args)
+    except Exception as e:  # noqa: BLE001 (raised again in the parent)
+        outcome = e
+    sys.stdout.buffer.write(pickle.dumps(outcome))
+    sys.stdout.flush()
+
+
+def _solve_mip(problem: CvxProblem, deadline: float, time_limit: float, rel_gap: float) -> MIPSolution:
+    """Build the MIP and solve it with what is left before `deadline` (a time.monotonic value)."""
+    t0 = time.perf_counter()
     M = problem.num_servers
     type_ok = (problem.task_type[:, None] == ANY_TYPE) | (problem.task_type[:, None] == problem.server_type[None, :])
     fits = np.all(problem.demand[:, None, :] <= problem.free[None, :, :] + 1e-6, axis=2)
@@ -105,9 +178,9 @@ def solve_mip(problem: CvxProblem, time_limit: float = 60.0, rel_gap: float = 1e
         return MIPSolution(0.0, 0.0, True, np.full(N, -1, np.int32), 0.0, "nothing fits")
     A, b, _ = _rows(problem, i, j, M, problem.free.astype(np.float64), problem.allowance().T.astype(np.float64))
     c = -problem.weight.astype(np.float64)[i]
-    t0 = time.perf_counter()
+    left = deadline - time.monotonic() - HAND_BACK_S * time_limit
     res = milp(c, constraints=LinearConstraint(A, -np.inf, b), integrality=np.ones(len(i)), bounds=Bounds(0, 1),
-               options={"time_limit": float(time_limit), "mip_rel_gap": float(rel_gap)})
+               options={"time_limit": max(left, 0.01), "mip_rel_gap": rel_gap})
     seconds = time.perf_counter() - t0
     placement = np.full(N, -1, np.int32)
     if res.x is None:

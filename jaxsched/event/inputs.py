@@ -64,12 +64,10 @@ def prepare(workload: Workload, preempt: bool) -> EventInputs:
         The EventInputs of the replay.
 
     Raises:
-        InputError: no task, or a negative or non-finite time, naming the task.
+        InputError: a negative or non-finite time, naming the task.
     """
     arrival_s = np.asarray(workload.arrival, np.float64)
     duration_s = np.asarray(workload.duration, np.float64)
-    if workload.num_tasks == 0:
-        raise InputError("the workload has no tasks to replay")
     if np.any(~np.isfinite(arrival_s)) or np.any(arrival_s < 0):
         raise InputError(f"task {int(np.argmax(~np.isfinite(arrival_s) | (arrival_s < 0)))} has a bad arrival time")
     if np.any(~np.isfinite(duration_s)) or np.any(duration_s < 0):

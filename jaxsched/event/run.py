@@ -4,7 +4,6 @@ the figures of an experiment computed from the run segments on the host."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import Callable
 
 import jax
@@ -12,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import rng
+from .. import interrupt, rng
 from ..devices import SlowestShare, on_devices
 from ..errors import InputError
 from ..packing import PAD_CAPACITY
@@ -26,7 +25,8 @@ from .state import EVENT, S_TASK, TASK_CHUNK, Static, count64, initial_state
 from .stats import row_stats
 from .step import step
 
-STEPS_PER_CALL = 4096  # outer events per compiled call, between progress reports
+STEPS_PER_CALL = 256  # outer events in the first compiled call; later calls are paced to about
+MAX_STEPS_PER_CALL = 1 << 16  # interrupt.TARGET_CALL_S each, up to this many events
 
 
 def _live(state, num_tasks):
@@ -35,14 +35,14 @@ def _live(state, num_tasks):
 
 
 def _run(state, st, limit, *, cfg, num_machines, num_tasks):
-    """Up to `limit` steps of the replay: (state, any row not finished)."""
+    """Up to `limit` steps of the replay: (state, any row not finished, steps taken)."""
     def cond(c):
         s, i = c
         return (i < limit) & jnp.any(_live(s, num_tasks))
 
-    state, _ = lax.while_loop(cond, lambda c: (step(cfg, st, c[0], num_machines, num_tasks), c[1] + 1),
-                              (state, jnp.int32(0)))
-    return state, jnp.any(_live(state, num_tasks))
+    state, taken = lax.while_loop(cond, lambda c: (step(cfg, st, c[0], num_machines, num_tasks), c[1] + 1),
+                                  (state, jnp.int32(0)))
+    return state, jnp.any(_live(state, num_tasks)), taken
 
 
 _run_jit = jax.jit(_run, static_argnames=("cfg", "num_machines", "num_tasks"), donate_argnames=("state",))
@@ -115,6 +115,11 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
     if cfg.sample_k < 0:
         raise InputError(f"sample_k must be >= 0, got {cfg.sample_k}")
     cfg = dataclasses.replace(cfg, slot=slot_vector(cfg.slot, R))
+    if N == 0:  # nothing arrives: every row's replay is empty
+        zero = np.zeros(B, np.int64)
+        return Replay(inputs=inputs, segments=[np.zeros((0, 4), np.int64) for _ in range(B)],
+                      first_start=np.zeros((B, 0), np.int64), evictions=zero, steps=0, drain_draws=zero,
+                      drain_certain=zero)
     Np = -(-N // TASK_CHUNK) * TASK_CHUNK
     E = N if max_evictions is None else int(max_evictions)
     S = N + (E if cfg.preempt else 0)
@@ -129,8 +134,6 @@ def replay(cluster: Cluster, workload: Workload, cfg: EventConfig, keys: jax.Arr
     state = initial_state(st.cap, inputs.duration, B, Np, S, L, Cp, L >> WORD_SHIFT)
     state, steps = _replay_on_devices(state, st, cfg, M, N, progress, S if cfg.preempt else None)
     ctl = jax.tree.map(np.asarray, state.ctl)
-    if np.any(ctl.segments > S):
-        raise _too_many_evictions(E)
     seg = np.asarray(state.seg)
     first = np.asarray(state.tasks.first_start[:, :N]).astype(np.int64)
     segments = []
@@ -150,22 +153,24 @@ def _too_many_evictions(E: int) -> InputError:
     return InputError(f"more than {E} evictions in a replay (the replay stopped there); raise --max-evictions")
 
 
-def _drive(state, st, cfg, M, N, report, max_segments=None, cancel=None):
+def _drive(state, st, cfg, M, N, report, max_segments=None):
     """Run the compiled replay loop to the end: (final state, steps); report(done, 2N) per call,
-    done counting the events of the share's slowest row. A row whose segment log overflows
-    `max_segments` (more evictions than it has room for) stops the replay at that call, and
-    sets `cancel` (a threading.Event) so that the other devices' shares stop too."""
+    done counting the events of the share's slowest row. Calls are paced to about
+    `interrupt.TARGET_CALL_S` (the steps run are the same whatever their split), and a share
+    run in a thread of its own stops between two of them when it is called off. A row whose
+    segment log overflows `max_segments` (more evictions than it has room for) ends the
+    replay at that call with an InputError."""
     steps, live = 0, True
+    pacer = interrupt.Pacer(STEPS_PER_CALL, least=min(16, STEPS_PER_CALL), most=MAX_STEPS_PER_CALL)
     while live:
-        if cancel is not None and cancel.is_set():
-            break
-        state, live = _run_jit(state, st, jnp.int32(STEPS_PER_CALL), cfg=cfg, num_machines=M, num_tasks=N)
+        interrupt.checkpoint()
+        limit = pacer.start()
+        state, live, taken = _run_jit(state, st, jnp.int32(limit), cfg=cfg, num_machines=M, num_tasks=N)
         live = bool(live)
-        steps += STEPS_PER_CALL
+        pacer.done()
+        steps += int(taken)
         if max_segments is not None and bool(jnp.any(state.ctl.segments > max_segments)):
-            if cancel is not None:
-                cancel.set()
-            break
+            raise _too_many_evictions(max_segments - N)  # the other devices' shares stop too
         if report is not None:
             ctl = state.ctl
             running = np.asarray(jnp.sum(state.end < INF, axis=1))
@@ -190,7 +195,6 @@ def _replay_on_devices(state, st, cfg, M, N, progress, max_segments=None):
     groups = device_groups(cfg.policies)
     if len(groups) == 1:
         return _drive(state, st, cfg, M, N, progress, max_segments)
-    cancel = threading.Event()
     slowest = SlowestShare(progress, len(groups), 2 * N)
     rowwise = ("genomes", "swords", "nwords")
 
@@ -199,7 +203,7 @@ def _replay_on_devices(state, st, cfg, M, N, progress, max_segments=None):
         sub_state = jax.device_put(jax.tree.map(lambda x: x[lo:hi], state), device)
         sub_st = jax.device_put(st._replace(**{f: getattr(st, f)[lo:hi] for f in rowwise}), device)
         sub_cfg = dataclasses.replace(cfg, policies=cfg.policies[lo:hi])
-        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, slowest.reporter(g), max_segments, cancel)
+        final, steps = _drive(sub_state, sub_st, sub_cfg, M, N, slowest.reporter(g), max_segments)
         return jax.tree.map(np.asarray, final), steps
 
     parts = on_devices(run, len(groups))

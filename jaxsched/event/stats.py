@@ -31,6 +31,8 @@ class StepFunction:
     """A right-continuous step function from +/- jumps at given times, integrable exactly."""
 
     def __init__(self, times: np.ndarray, jumps: np.ndarray):
+        if len(times) == 0:  # no jump: zero everywhere
+            times, jumps = np.zeros(1), np.zeros((1,) + np.shape(jumps)[1:])
         order = np.argsort(times, kind="stable")
         t, v = np.asarray(times, np.float64)[order], np.cumsum(np.asarray(jumps, np.float64)[order], axis=0)
         keep = np.append(t[1:] != t[:-1], True)  # the value after the last jump at each time
@@ -62,10 +64,19 @@ class StepFunction:
 
 
 def _window(arrival_s: np.ndarray, span_end: float) -> tuple[float, float]:
+    if arrival_s.size == 0:
+        return 0.0, 0.0
     first, last = float(arrival_s.min()), float(arrival_s.max())
     if last > first:
         return first + 0.1 * (last - first), last
     return first, max(span_end, first)
+
+
+def _span_end(segments: np.ndarray, arrival_s: np.ndarray, tick_s: float) -> float:
+    """The replay's last completion (its last arrival where nothing ran; 0 without tasks)."""
+    if len(segments):
+        return float(segments[:, 3].max() * tick_s)
+    return float(arrival_s.max()) if arrival_s.size else 0.0
 
 
 def _latency(lat: np.ndarray, never: int) -> dict:
@@ -89,7 +100,7 @@ def row_curves(segments: np.ndarray, arrival_s: np.ndarray, demand: np.ndarray, 
     # Pending: +1 at arrival, -1 at each start, +1 at each end that is an eviction (not a task's last run).
     last = np.zeros(len(task), bool)
     order = np.lexsort((segments[:, 2], task))
-    last[order[np.append(task[order][1:] != task[order][:-1], True)]] = True
+    last[order[np.append(task[order][1:] != task[order][:-1], True)[:len(order)]]] = True
     evicted = end[~last]
     pending = StepFunction(np.concatenate([arrival_s, start, evicted]),
                            np.concatenate([np.ones(len(arrival_s)), -ones, np.ones(len(evicted))]))
@@ -101,7 +112,7 @@ def row_stats(segments: np.ndarray, first_start: np.ndarray, arrival_s: np.ndarr
     """The figures of one (policy, trial) row: utilization, latency, pending, evictions."""
     total = np.asarray(capacity, np.float64).sum(axis=0)
     used, running, pending = row_curves(segments, arrival_s, demand, tick_s)
-    span_end = float(segments[:, 3].max() * tick_s) if len(segments) else float(arrival_s.max())
+    span_end = _span_end(segments, arrival_s, tick_s)
     lo, hi = _window(arrival_s, span_end)
     util = used.mean(lo, hi) / np.where(total > 0, total, 1.0)
     # Latency from the arrival tick, so a task placed on arrival waits exactly 0.
@@ -110,7 +121,7 @@ def row_stats(segments: np.ndarray, first_start: np.ndarray, arrival_s: np.ndarr
     lat = (first_start[placed] - arrival_tick[placed]) * tick_s
     out = {
         "window_s": [lo, hi],
-        "span_s": [float(arrival_s.min()), span_end],
+        "span_s": [float(arrival_s.min()) if arrival_s.size else 0.0, span_end],
         "utilization": util.tolist(),
         "latency": _latency(lat, int(np.sum(~placed))),
         # Latency quantiles at 0, 1, ..., 100 %: the CDF of the report's plot.
@@ -133,7 +144,7 @@ def utilization_series(segments: np.ndarray, arrival_s: np.ndarray, demand: np.n
     if not dt > 0:
         raise InputError(f"--util-dt must be > 0, got {dt}")
     used, running, pending = row_curves(segments, arrival_s, demand, tick_s)
-    span_end = float(segments[:, 3].max() * tick_s) if len(segments) else float(arrival_s.max())
+    span_end = _span_end(segments, arrival_s, tick_s)
     rows = int(np.ceil(span_end / dt)) or 1
     if rows > SERIES_CAP:
         raise InputError(f"--util-dt {dt:g} gives {rows:,} rows per policy for a {span_end:,.0f} s replay, over "
