@@ -121,6 +121,20 @@ def format_event_table(summary: dict, resources, by_band: bool) -> str:
     return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
 
 
+def overload_note(summary: dict) -> str | None:
+    """Where no policy places every task (an overloaded snapshot), the sentence that says why
+    compaction and stranding then sit at their ceilings, and what still separates the
+    policies; None otherwise."""
+    placed = [m["placed_fraction"]["mean"] for m in summary.values() if "mean" in m.get("placed_fraction", {})]
+    if not placed or max(placed) >= 1.0:
+        return None
+    return ("No policy places every task: the snapshot is overloaded. Compaction then sits at its ceiling "
+            "(no share of the machines packs every task, so 1.0), and stranding near 100% (a packed machine "
+            "keeps less than one slot free, so nearly all free capacity is on slot-less machines): metric "
+            "ceilings of an overloaded snapshot. placed%, placed_w%, utilization and holes separate the policies; "
+            "inflation and --max-task-dim or a quieter --at instant show more.")
+
+
 def format_table(summary: dict, columns: list[tuple]) -> str:
     """A fixed-width table: one row per policy, `mean±std` per (metric, header, scale[, digits]) column.
 

@@ -1,5 +1,7 @@
 """Progress on stderr: a bar redrawn in place on a terminal; elsewhere (CI, pipes, files) a
-plain line every LINE_INTERVAL_S seconds of long work, with an estimate of the time left."""
+plain line every LINE_INTERVAL_S seconds of long work. Both give an estimate of the time
+left, up front: from ESTIMATE_AFTER_S seconds of work on (the first line comes then, where
+the work will take longer than a line's interval)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import sys
 import time
 
 LINE_INTERVAL_S = 10.0  # off a terminal: seconds between progress lines (none for shorter work)
+ESTIMATE_AFTER_S = 3.0  # the first estimate of the time left, after this much work
 
 
 def enabled(stream=None) -> bool:
@@ -25,25 +28,32 @@ class Progress:
         self.stream = stream or sys.stderr
         self.lines = lines
         self.start = time.perf_counter()
-        self.last = self.start if lines else 0.0
+        self.last = None if lines else 0.0  # lines: the time of the last line, None before the first
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
         frac = done / total if total else 1.0
+        elapsed = now - self.start
+        left = elapsed * (1 - frac) / frac if frac > 0 else None
         if self.lines:
-            if done >= total or now - self.last < LINE_INTERVAL_S:
+            if done >= total or left is None:
+                return
+            if self.last is None:  # the first line: once the estimate is worth a line
+                if elapsed < ESTIMATE_AFTER_S or left < LINE_INTERVAL_S:
+                    return
+            elif now - self.last < LINE_INTERVAL_S:
                 return
             self.last = now
-            elapsed = now - self.start
-            left = f", about {elapsed * (1 - frac) / frac:.0f} s left" if frac > 0 else ""
-            self.stream.write(f"{self.label}: {done}/{total} ({100 * frac:.1f}%) after {elapsed:.0f} s{left}\n")
+            self.stream.write(f"{self.label}: {done}/{total} ({100 * frac:.1f}%) after {elapsed:.0f} s, "
+                              f"about {left:.0f} s left\n")
             self.stream.flush()
             return
         if done < total and now - self.last < 0.1:
             return
         self.last = now
         bar = "#" * int(30 * frac)
-        self.stream.write(f"\r{self.label} [{bar:<30}] {done}/{total} {now - self.start:6.1f}s")
+        eta = f", about {left:.0f} s left" if left is not None and done < total and elapsed >= ESTIMATE_AFTER_S else ""
+        self.stream.write(f"\r{self.label} [{bar:<30}] {done}/{total} {elapsed:6.1f}s{eta}\x1b[K")
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()

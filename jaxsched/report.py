@@ -15,6 +15,7 @@ import math
 import os
 
 from .errors import InputError
+from .output import overload_note
 
 DEFINITIONS = {
     "placed%": "tasks placed / tasks (POLICIES.md, snapshot metrics)",
@@ -183,6 +184,9 @@ def _snapshot(doc, name) -> str:
             row.append((f"{_num(v['mean'], 1, 4)} ± {_num(v['std'], 1, 4)}", v["mean"]) if "mean" in v else ("-", None))
         rows.append(row)
     out = [f"<h2>Snapshot: {_esc(name)}</h2>", f"<p>{_esc(_workload_line(doc))}</p>", table(head, rows)]
+    note = overload_note(pol)
+    if note:
+        out.append(f"<p class='note'>{_esc(note)}</p>")
     for key in ("compaction", "inflation"):
         vals = {p: m[key]["mean"] for p, m in pol.items() if "mean" in m.get(key, {})}
         out.append(bar_chart(vals, f"{key} (mean over trials)"))

@@ -44,3 +44,21 @@ def test_files_get_the_mode_of_the_umask(tmp_path, mask, mode):
     for name in ("a.json", "a.csv", "a.html"):
         assert os.stat(tmp_path / name).st_mode & 0o777 == mode
     assert sorted(os.listdir(tmp_path)) == ["a.csv", "a.html", "a.json"]  # no temporary file left
+
+
+def test_an_overloaded_snapshot_explains_its_metric_ceilings(tmp_path, capsys):
+    """Synthetic at rho 1.6: no policy places every task, so compaction is 1.0 and stranding
+    high for all; the table says why and which figures still separate the policies."""
+    path = tmp_path / "over.json"
+    code, out, _ = run(["snapshot", "--machines", "60", "--rho", "1.6", "--policy", "best_fit,worst_fit",
+                        "--trials", "2", "--no-inflation", "--json", str(path)], capsys)
+    assert code == 0
+    doc = json.loads(path.read_text())
+    assert all(m["placed_fraction"]["mean"] < 1 and m["compaction"]["mean"] == 1.0 for m in doc["policies"].values())
+    assert "the snapshot is overloaded" in " ".join(out.split())
+    from jaxsched.report import build_report
+    page = build_report([str(path)])
+    assert "the snapshot is overloaded" in page
+    code, out, _ = run(["snapshot", "--machines", "60", "--rho", "0.5", "--policy", "best_fit", "--trials", "2",
+                        "--no-inflation", "--no-compaction"], capsys)
+    assert code == 0 and "overloaded" not in out  # everything placed: no note

@@ -18,19 +18,32 @@ def test_enabled_only_on_a_terminal_outside_ci(monkeypatch):
     assert not progress.enabled(FakeTTY())
 
 
-def test_off_a_terminal_a_line_every_interval_with_the_time_left(monkeypatch):
+def test_off_a_terminal_an_early_estimate_then_a_line_every_interval(monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(progress.sys, "stderr", out)
-    clock = iter([0.0, 5.0, 12.0, 15.0, 25.0, 30.0])
+    clock = iter([0.0, 2.0, 5.0, 12.0, 15.0, 25.0, 30.0])
     monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
     bar = progress.maybe("packing")  # start at 0 s
-    for done in (10, 30, 40, 50):  # at 5 s (too soon), 12 s (a line), 15 s (too soon), 25 s (a line)
+    # at 2 s (too soon for an estimate), 5 s (the first line), 12 s (too soon), 15 s and 25 s (lines)
+    for done in (4, 10, 30, 40, 50):
         bar(done, 100)
     bar(100, 100)  # done: no line
     lines = out.getvalue().splitlines()
-    assert lines == ["packing: 30/100 (30.0%) after 12 s, about 28 s left",
+    assert lines == ["packing: 10/100 (10.0%) after 5 s, about 45 s left",
+                     "packing: 40/100 (40.0%) after 15 s, about 22 s left",
                      "packing: 50/100 (50.0%) after 25 s, about 25 s left"]
     assert "\r" not in out.getvalue()
+
+
+def test_no_line_for_work_that_ends_within_a_line_interval(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(progress.sys, "stderr", out)
+    clock = iter([0.0, 4.0, 6.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    bar = progress.maybe("packing")
+    bar(50, 100)  # 4 s for half: about 4 s left, not worth a line
+    bar(100, 100)
+    assert out.getvalue() == ""
 
 
 def test_short_work_off_a_terminal_prints_nothing(monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 import time
 
 from .. import progress
@@ -73,7 +74,7 @@ def _search_bars(quiet: bool):
 
 def run(args: argparse.Namespace) -> int:
     """Run the snapshot experiment on the synthetic workload or a trace snapshot."""
-    from ..output import format_table
+    from ..output import format_table, overload_note
     from ..snapshot import SnapshotConfig, run_snapshot
 
     s, given = resolve(args, "snapshot", OPTIONS)
@@ -106,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
               f"{s['trials']} trials, sample_k={s['sample_k'] or 'full scan'}, seed {s['seed']}, "
               f"{describe_devices()}, {wall:.1f}s")
         print(format_table(summary, columns(result.resources, result.searches)))
+        note = overload_note(summary)
+        if note:
+            print(textwrap.fill(note, 100))
         if s["json"]:
             print(f"wrote {s['json']}")
     return 0

@@ -1,14 +1,36 @@
 """CvxCluster (Nnorom, Boyd, Levis 2026): LP shadow prices by JAX dual descent, then a
-price-driven greedy placement; exact HiGHS references; online rounds."""
+price-driven greedy placement; exact HiGHS references; online rounds.
 
-from .allocate import Allocation, allocate, summarize
-from .exact import LPSolution, MIPSolution, exact_summary, solve_lp, solve_mip
-from .instances import replicate, synthetic_problem
-from .online import OnlineResult, run_online
-from .prices import PriceConfig, Prices, solve_prices
-from .problem import CvxProblem, aggregate, band_weights, check_placement, from_snapshot, make_problem, objective
+Each name loads its module on first use (as the package's own names do), so that the
+HiGHS child processes of `exact` start without JAX.
+"""
 
-__all__ = ["Allocation", "CvxProblem", "LPSolution", "MIPSolution", "OnlineResult", "PriceConfig", "Prices",
-           "aggregate", "allocate", "band_weights", "check_placement", "exact_summary", "from_snapshot",
-           "make_problem", "objective", "replicate", "run_online", "solve_lp", "solve_mip", "solve_prices",
-           "summarize", "synthetic_problem"]
+from __future__ import annotations
+
+import importlib
+
+# name -> the submodule that defines it
+_EXPORTS = {
+    "Allocation": "allocation", "allocate": "allocation", "summarize": "allocation",
+    "LPSolution": "exact", "MIPSolution": "exact", "exact_summary": "exact", "solve_lp": "exact",
+    "solve_mip": "exact",
+    "replicate": "instances", "synthetic_problem": "instances",
+    "OnlineResult": "online", "run_online": "online",
+    "PriceConfig": "prices", "Prices": "prices", "solve_prices": "prices",
+    "CvxProblem": "problem", "aggregate": "problem", "band_weights": "problem", "check_placement": "problem",
+    "from_snapshot": "problem", "make_problem": "problem", "objective": "problem",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

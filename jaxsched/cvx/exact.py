@@ -12,6 +12,7 @@ by its time limit (HiGHS looks at its clock only now and then) is stopped there.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import subprocess
 import sys
@@ -157,13 +158,15 @@ def _in_child(name: str, args: tuple, timeout: float | None = None):
 def _child(name: str) -> None:
     """The child process of `_in_child`: the arguments from stdin, the answer (or the error
     raised) to stdout."""
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what HiGHS itself prints goes to stderr, not into the answer
     args = pickle.load(sys.stdin.buffer)
     try:
         outcome = globals()[name](*args)
     except Exception as e:  # noqa: BLE001 (raised again in the parent)
         outcome = e
-    sys.stdout.buffer.write(pickle.dumps(outcome))
-    sys.stdout.flush()
+    answer.write(pickle.dumps(outcome))
+    answer.close()
 
 
 def _solve_mip(problem: CvxProblem, deadline: float, time_limit: float, rel_gap: float) -> MIPSolution:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from .. import rng
-from .allocate import EXPERIMENT
+from .allocation import EXPERIMENT
 from .greedy import group_sizes, place, pow2
 from .prices import PriceConfig, price_inputs, solve_prices
 from .problem import CvxProblem, aggregate

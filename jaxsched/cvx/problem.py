@@ -16,11 +16,14 @@ differ); shape k's aggregated free capacity is the sum over its servers.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
-from ..types import Cluster, Workload, validate
+
+if TYPE_CHECKING:  # JAX's types; the module itself loads without JAX
+    from ..types import Cluster, Workload
 
 ANY_TYPE = -1  # task_type of a task that may run on any machine type
 NO_GROUP = -1  # group of a task without anti-affinity
@@ -127,6 +130,8 @@ def band_weights(priority, weights=BAND_WEIGHTS) -> np.ndarray:
 def from_snapshot(cluster: Cluster, workload: Workload, weights=BAND_WEIGHTS) -> CvxProblem:
     """The problem of packing a snapshot: one machine type, u_i by priority band, and
     anti-affinity from the trace's different-machines flag (one group per flagged job)."""
+    from ..types import validate  # here, not at import: the HiGHS child processes start without JAX
+
     validate(cluster, workload)
     group = None
     if workload.different_machines is not None and workload.job is not None:
