@@ -7,7 +7,7 @@ pay for JAX, pyarrow or SciPy before they are needed.
 
 from __future__ import annotations
 
-import importlib
+from .lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -41,16 +41,4 @@ _SUBMODULES = ("cvx", "errors")
 __all__ = sorted(_EXPORTS) + list(_SUBMODULES)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, _SUBMODULES)

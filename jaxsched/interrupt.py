@@ -3,7 +3,8 @@ worker thread looks whether the call that started it was interrupted.
 
 The main thread gets KeyboardInterrupt from Python itself as soon as a compiled call returns.
 Shares of the work that run in threads of their own (`devices.on_devices`) cannot be sent
-it; `on_devices` sets their `Stop` instead, and `checkpoint` between two of their calls
+it; `on_devices` sets the threading.Event they are bound to instead, and `checkpoint`
+between two of their calls
 ends them, so that the process exits without waiting for the rest of the work.
 """
 
@@ -32,6 +33,17 @@ def checkpoint() -> None:
     stop = getattr(_local, "stop", None)
     if stop is not None and stop.is_set():
         raise Stopped("called off")
+
+
+def queue_one_ahead(queued: list) -> None:
+    """After dispatching the latest of `queued` (results of compiled blocks, in order): wait
+    for the one before it, then `checkpoint`. At most one block waits behind the running one,
+    so an interrupt waits for one block, not for all that were dispatched ahead."""
+    if len(queued) > 1:
+        import jax
+
+        jax.block_until_ready(queued[-2])
+    checkpoint()
 
 
 class Pacer:

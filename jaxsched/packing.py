@@ -360,13 +360,11 @@ def _pack_trials(cfg, cap_t, inv_t, demand, orders, M, genomes, swords, nwords, 
                                  (9, limit)))
     chosen = []
     for start in range(0, padded.shape[1], block):
-        interrupt.checkpoint()
         args = (inv_t, demand, place(3, padded[:, start:start + block]), place(4, np.int32(start)),
                 num_tasks, genomes, nwords, scale, limit)
         free, j = _run_block(free, args, cfg, devices)
         chosen.append(j)
-        if len(chosen) > 1:  # one block queued behind the running one, not all: Ctrl-C waits for one
-            chosen[-2].block_until_ready()
+        interrupt.queue_one_ahead(chosen)
         if progress is not None:
             progress(min(start + block, N), N)
     return to_host(free), np.concatenate([to_host(j) for j in chosen], axis=0)[:N]

@@ -1,13 +1,13 @@
 """CvxCluster (Nnorom, Boyd, Levis 2026): LP shadow prices by JAX dual descent, then a
 price-driven greedy placement; exact HiGHS references; online rounds.
 
-Each name loads its module on first use (as the package's own names do), so that the
+Each name loads its module on first use (`jaxsched.lazy`), so that the
 HiGHS child processes of `exact` start without JAX.
 """
 
 from __future__ import annotations
 
-import importlib
+from ..lazy import lazy_names
 
 # name -> the submodule that defines it
 _EXPORTS = {
@@ -24,13 +24,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

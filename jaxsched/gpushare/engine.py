@@ -252,8 +252,7 @@ def _block(carry, st, inputs, seq, t0, *, names):
             state, out = step(carry[g], inputs[g], pods[lo:hi])
             new.append(state)
             outs.append(out)
-            if len(outs) > 1:  # one block queued behind the running one: Ctrl-C waits for one
-                jax.block_until_ready(outs[-2])
+            interrupt.queue_one_ahead(outs)
         return tuple(new), tuple(jnp.concatenate(x) for x in zip(*outs))
 
     steps = t0 + jnp.arange(seq.shape[0], dtype=jnp.int32)
@@ -286,12 +285,10 @@ def _simulate_share(cluster, pods, typical, runs, names, progress):
         seq = np.tile(seq, (1, len(names))).astype(np.int32)
         outs = []
         for start in range(0, Tp, BLOCK):
-            interrupt.checkpoint()
             carry, out = _block_jit(carry, st, inputs, jnp.asarray(seq[start:start + BLOCK]), jnp.int32(start),
                                     names=tuple(n for n in names for _ in runs))
             outs.append(out)
-            if len(outs) > 1:  # one block queued behind the running one: Ctrl-C waits for one
-                jax.block_until_ready(outs[-2])
+            interrupt.queue_one_ahead(outs)
             if progress is not None:
                 progress(min(start + BLOCK, T), T)
         return [np.concatenate([np.asarray(o[i]) for o in outs])[:T].T for i in range(5)]
