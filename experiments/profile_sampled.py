@@ -41,7 +41,8 @@ PHASES = (
      lambda f, fn, src: f.endswith("policies.py") or "concatenate(scores" in src),
     ("bound and memo tests", lambda f, fn, src: fn == "_may_fit" or "hopeless" in src or "memo" in src),
     ("gathers: drawn machines' free capacity", lambda f, fn, src: "free.reshape(-1).at[f_at]" in src),
-    ("gathers: drawn machines' inverse capacity", lambda f, fn, src: "inv_flat.at[i_at]" in src),
+    ("gathers: drawn machines' inverse capacity (slices of the chunk's table)",
+     lambda f, fn, src: "inv_tab[trial" in src),
     ("gathers: the window's draws and demands", lambda f, fn, src: "idx = draws" in src or "d = demands" in src),
     ("conflict stamps", lambda f, fn, src: "stamps" in src or "seen" in src or "stop =" in src or "kept =" in src),
     ("placing and recording", lambda f, fn, src: "free = free" in src or "machine" in src or "landed" in src
@@ -84,6 +85,8 @@ def main() -> int:
                                                          "google2011"))
     ap.add_argument("--tasks", type=int, default=0,
                     help="profile only the snapshot's first N tasks (0: all; the trace of all is large)")
+    ap.add_argument("--window", type=int, default=0, help="the window W (default 0: speculative.window_for)")
+    ap.add_argument("--top", type=int, default=0, help="also print the N costliest kernels and their source lines")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "results", "profile_sampled.json"))
     args = ap.parse_args()
     from jaxsched.devices import set_cpu_devices
@@ -104,7 +107,7 @@ def main() -> int:
     index, _ = snapshot_tasks(trace.workload, Filters(days=1), trace.window[0], "busiest")
     snap = trace.take(index[:args.tasks] if args.tasks > 0 else index)
     keys = rng.trial_keys(1, "snapshot", 5)
-    cfg = PackConfig(policies=policy_names(args.policy), sample_k=64)
+    cfg = PackConfig(policies=policy_names(args.policy), sample_k=64, window=args.window)
     pack(snap.cluster, snap.workload, cfg, keys)  # compile
     calls, chunk = [], speculative._chunk
     speculative._chunk = lambda *a, **k: calls.append(1) or chunk(*a, **k)
@@ -146,10 +149,11 @@ def main() -> int:
     once = [count[op] for op in count if op_name.get(op) == "jit(chunk)/while"]  # the chunk's own loop
     per_step = [count[op] for op in count if depth[op] == 1]
     traced_chunks, traced_steps = max(once, default=1), max(per_step, default=1)
-    by_phase = collections.Counter()
+    by_phase, by_op = collections.Counter(), collections.Counter()
     for op, d in dur.items():
         in_step = depth[op] > 0
-        by_phase[phase_of_op[op]] += d * (steps / traced_steps if in_step else len(calls) / traced_chunks)
+        by_op[op] = d * (steps / traced_steps if in_step else len(calls) / traced_chunks)
+        by_phase[phase_of_op[op]] += by_op[op]
     total = sum(by_phase.values())
     doc = dict(benchmark="profile_sampled", hardware=hardware(), policies=list(cfg.policies), trials=5, sample_k=64,
                window=cfg.window or speculative.window_for(snap.cluster.num_machines, 64),
@@ -166,6 +170,9 @@ def main() -> int:
           f"{traced_chunks} chunks of {len(calls)} (kernel times scaled up to all)")
     for k, v in doc["phases"].items():
         print(f"  {v * 100:5.1f}%  {k}")
+    for op, d in by_op.most_common(args.top):
+        f = where.get(frame_of.get(op, ""), ("", "", 0))
+        print(f"  {d / total * 100:5.1f}%  {op} ({phase_of_op[op]}; {os.path.basename(f[0])}:{f[2]} {f[1]})")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
         json.dump(doc, f, indent=1)

@@ -43,9 +43,12 @@ from . import interrupt, rng
 from .pickers import lowest_best, pick
 from .policies import FEASIBILITY_TOL, get_policy, score_machines, score_terms
 
-CHUNK_TASKS = 1024  # L: positions a compiled call advances every row by, at least
+CHUNK_TASKS = 2048  # L: positions a compiled call advances every row by, at least
 MEMO = 8  # failed full scans remembered per row
 STAIRS = 4  # thresholds per dimension of a row's Bound staircase
+# The drawn machines' inverse capacity is tabled once a chunk where at least this many policy
+# rows share each trial's draws and the table stays this small (else gathered at every step).
+INV_TABLE_ROWS, INV_TABLE_BYTES = 3, 8 << 20
 MAX_MACHINES = 1 << 24  # machine indices are compared as float32 (`pickers.lowest_best`)
 
 
@@ -103,13 +106,16 @@ def pair_rows(z, R: int, axis: int = -2) -> tuple:
 
 
 def window_for(num_machines: int, sample_k: int) -> int:
-    """The default W: a multiple of 4 near 0.9 sqrt(M / K), from 4 to 32.
+    """The default W: the largest power of two at most 0.9 sqrt(M / K), from 4 to 32.
 
     Task w of a window conflicts with probability about w K / M, so a row keeps about
-    sqrt(M / K) tasks a step; a longer window mostly scores draws it then throws away
-    (experiments/bench_peer.py measures W on the Google 2011 sample). Results do not depend on W.
+    sqrt(M / K) tasks a step; a longer window mostly scores draws it then throws away. Powers of
+    two: on the Google 2011 sample (25 rows, M / K = 196) W = 8 packs about a fifth faster than
+    W = 12 on XLA:CPU, and on 50,000 machines W = 16 beats 24 and 32
+    (experiments/profile_sampled.py --window). Results do not depend on W.
     """
-    return int(np.clip(4 * round(0.9 * np.sqrt(num_machines / max(sample_k, 1)) / 4), 4, 32))
+    target = 0.9 * np.sqrt(num_machines / max(sample_k, 1))
+    return int(np.clip(2 ** np.floor(np.log2(max(target, 1.0))), 4, 32))
 
 
 def staircase_cuts(demand) -> np.ndarray:
@@ -241,12 +247,16 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
     n_tab = chunk_tasks + W
     # Places lo .. lo + n_tab of every trial: tasks and draws, shared by the trial's rows.
     draws = rng.sample_table(swords, lo, n_tab, K, num_machines)  # [T, n_tab, K]
+    inv_dims = pair_rows(inv, R, 0)
+    # The drawn machines' inverse capacity, once a chunk where several policy rows share a trial's
+    # draws: a step then takes contiguous slices instead of a gather per draw.
+    use_tab = P >= INV_TABLE_ROWS and T * n_tab * C * K * 8 <= INV_TABLE_BYTES
+    inv_tab = jnp.moveaxis(inv[:, draws], 0, -2) if use_tab else None  # [T, n_tab, C, K]
+    inv_flat = inv.reshape(-1)
     tasks = lax.dynamic_slice_in_dim(order, lo, n_tab, axis=1)  # [T, n_tab]
     demands = demand[tasks]  # [T, n_tab, R]: one gather a step instead of two
     # The chunk's first state bounds every later one (free only shrinks).
     bound = _bound(pair_rows(free, R, 1), cuts[:, None, :] * scale[None, :, None])
-    inv_flat = inv.reshape(-1)
-    inv_dims = pair_rows(inv, R, 0)
     noisy = any(not get_policy(n).deterministic for n in policies)
     g_iota = jnp.arange(G, dtype=jnp.int32)
     w_iota = jnp.arange(W, dtype=jnp.int32)
@@ -267,8 +277,11 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
         # Each gather is one 1-D gather of in-range indices.
         f_at = planes[:, :, None, None] + idx[:, None]
         f_dims = pair_rows(free.reshape(-1).at[f_at].get(mode="promise_in_bounds"), R, 1)  # R x [G, W, K]
-        i_at = jnp.arange(C, dtype=jnp.int32)[:, None, None, None] * Mp + idx[None]
-        i_dims = pair_rows(inv_flat.at[i_at].get(mode="promise_in_bounds"), R, 0)
+        if use_tab:
+            i_dims = pair_rows(inv_tab[trial[:, None], rel], R, 2)  # R x [G, W, K]
+        else:
+            i_at = jnp.arange(C, dtype=jnp.int32)[:, None, None, None] * Mp + idx[None]
+            i_dims = pair_rows(inv_flat.at[i_at].get(mode="promise_in_bounds"), R, 0)
         if noisy:
             noise = jax.vmap(lambda wd, ps, ix: jax.vmap(lambda p, x: rng.uniform_noise(wd[None], p, x)[0])(ps, ix))(
                 nwords[trial], pos, idx)

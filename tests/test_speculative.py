@@ -106,13 +106,14 @@ def test_two_devices_and_a_population_place_exactly_like_one_task_at_a_time(samp
 
 
 def test_window_for_follows_the_expected_run_between_conflicts():
-    """About sqrt(M / K) tasks pass between conflicts: the default window grows with the
-    cluster and shrinks with K, within 4..32."""
-    assert speculative.window_for(12_551, 64) == 12
+    """About sqrt(M / K) tasks pass between conflicts: the default window, a power of two, grows
+    with the cluster and shrinks with K, within 4..32."""
+    assert speculative.window_for(12_551, 64) == 8  # 0.9 sqrt(M / K) = 12.6
+    assert speculative.window_for(50_000, 64) == 16  # 25.2
     assert speculative.window_for(2_000, 64) == 4
     assert speculative.window_for(10, 64) == 4 and speculative.window_for(10**7, 1) == 32
-    assert [speculative.window_for(m, 64) for m in (500, 5_000, 50_000, 500_000)] == sorted(
-        speculative.window_for(m, 64) for m in (500, 5_000, 50_000, 500_000))
+    sizes = [speculative.window_for(m, 64) for m in (500, 5_000, 50_000, 500_000, 5_000_000)]
+    assert sizes == sorted(sizes) and all(w & (w - 1) == 0 for w in sizes)
 
 
 @needs_samples
