@@ -13,6 +13,7 @@ import html
 import json
 import math
 import os
+from typing import NamedTuple
 
 from .errors import InputError
 from .output import overload_note
@@ -98,51 +99,90 @@ def table(head: list[str], rows: list[list[tuple[str, float | None]]]) -> str:
     return "\n".join(out) + "</tbody></table>"
 
 
-def line_chart(series: dict[str, tuple[list[float], list[float]]], title: str, xlabel: str, ylabel: str,
-               logx: bool = False, width: int = 560, height: int = 300,
-               bands: dict[str, tuple[list[float], list[float], list[float]]] | None = None) -> str:
-    """An SVG line chart of named (x, y) series with axes, ticks and a legend; `bands` gives a series
-    a shaded (x, low, high) band in its color."""
-    bands = bands or {}
+class Chart(NamedTuple):
+    """A line chart of named (x, y) series, as the report draws it in SVG and `figures` through
+    matplotlib; `bands` gives a series a shaded (x, low, high) band in its color, `xlim` shows
+    only that range of x (a zoom)."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    series: dict
+    bands: dict = {}
+    logx: bool = False
+    xlim: tuple | None = None
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]: multiples of 1, 2, 2.5 or 5 times a power of ten,
+    about `count` intervals; the first is at most lo and the last at least hi."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"ticks need a finite range, got {lo}..{hi}")
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / max(count, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw * (1 - 1e-9))
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    digits = max(0, -math.floor(math.log10(step) + 1e-9) + (1 if step / mag == 2.5 else 0))
+    return [round(k * step, digits) for k in range(first, last + 1)]
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Powers of ten covering [lo, hi] (lo > 0)."""
+    return [10.0 ** k for k in range(math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9) + 1)] \
+        if hi > lo else [10.0 ** math.floor(math.log10(lo)), 10.0 ** (math.floor(math.log10(lo)) + 1)]
+
+
+def _tick_label(v: float) -> str:
+    return f"{v:g}" if abs(v) < 1e6 else f"{v:.0e}"
+
+
+def line_chart(chart: Chart, width: int = 560, height: int = 300) -> str:
+    """The SVG of a Chart: axes with round ticks, the series, their bands and a legend."""
     finite = lambda *v: all(u is not None and math.isfinite(u) for u in v)
-    pts = [(x, y) for xs, ys in series.values() for x, y in zip(xs, ys)
-           if finite(x, y) and (x > 0 or not logx)]
-    pts += [(x, y) for xs, lo, hi in bands.values() for x, a, b in zip(xs, lo, hi) if finite(x, a, b)
-            for y in (a, b)]
+    inside = lambda x: (x > 0 or not chart.logx) and (chart.xlim is None or chart.xlim[0] <= x <= chart.xlim[1])
+    series = {name: [(x, y) for x, y in zip(xs, ys) if finite(x, y) and inside(x)]
+              for name, (xs, ys) in chart.series.items()}
+    bands = {name: [(x, a, b) for x, a, b in zip(*band) if finite(x, a, b) and inside(x)]
+             for name, band in chart.bands.items()}
+    pts = [p for v in series.values() for p in v] + [(x, y) for v in bands.values() for x, a, b in v for y in (a, b)]
     if not pts:
-        return f"<p>{_esc(title)}: no data</p>"
-    tx = (lambda x: math.log10(x)) if logx else (lambda x: x)
-    x0, x1 = min(tx(p[0]) for p in pts), max(tx(p[0]) for p in pts)
-    y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
-    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
+        return f"<p>{_esc(chart.title)}: no data</p>"
+    xs_all, ys_all = [p[0] for p in pts], [p[1] for p in pts]
+    if chart.logx:
+        xticks = log_ticks(min(xs_all), max(xs_all))
+    else:
+        lo, hi = chart.xlim if chart.xlim else (min(xs_all), max(xs_all))
+        xticks = nice_ticks(lo, hi)
+    yticks = nice_ticks(min(ys_all), max(ys_all))
+    tx = (lambda x: math.log10(x)) if chart.logx else (lambda x: x)
+    x0, x1, y0, y1 = tx(xticks[0]), tx(xticks[-1]), yticks[0], yticks[-1]
     L, R, T, B = 60, 150, 25, 40
     sx = lambda x: L + (tx(x) - x0) / (x1 - x0) * (width - L - R)
     sy = lambda y: height - B - (y - y0) / (y1 - y0) * (height - T - B)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
-           f'<text x="{L}" y="15" font-size="13">{_esc(title)}</text>',
+           f'<text x="{L}" y="15" font-size="13">{_esc(chart.title)}</text>',
            f'<line x1="{L}" y1="{height - B}" x2="{width - R}" y2="{height - B}" stroke="#444"/>',
            f'<line x1="{L}" y1="{T}" x2="{L}" y2="{height - B}" stroke="#444"/>']
-    for k in range(5):
-        yv = y0 + (y1 - y0) * k / 4
-        out.append(f'<text x="{L - 5}" y="{sy(yv) + 4:.1f}" font-size="10" text-anchor="end">{yv:.3g}</text>')
-        xv = x0 + (x1 - x0) * k / 4
-        label = f"{10 ** xv:.3g}" if logx else f"{xv:.3g}"
-        px = L + (xv - x0) / (x1 - x0) * (width - L - R)
-        out.append(f'<text x="{px:.1f}" y="{height - B + 14}" font-size="10" text-anchor="middle">{label}</text>')
+    for yv in yticks:
+        out.append(f'<text class="ytick" x="{L - 5}" y="{sy(yv) + 4:.1f}" font-size="10" text-anchor="end">'
+                   f'{_tick_label(yv)}</text>')
+    for xv in xticks:
+        out.append(f'<text class="xtick" x="{sx(xv):.1f}" y="{height - B + 14}" font-size="10" '
+                   f'text-anchor="middle">{_tick_label(xv)}</text>')
     out.append(f'<text x="{(L + width - R) / 2}" y="{height - 5}" font-size="11" text-anchor="middle">'
-               f'{_esc(xlabel)}</text>')
+               f'{_esc(chart.xlabel)}</text>')
     out.append(f'<text x="12" y="{(T + height - B) / 2}" font-size="11" text-anchor="middle" '
-               f'transform="rotate(-90 12 {(T + height - B) / 2})">{_esc(ylabel)}</text>')
-    for n, (name, (xs, ys)) in enumerate(series.items()):
+               f'transform="rotate(-90 12 {(T + height - B) / 2})">{_esc(chart.ylabel)}</text>')
+    for n, (name, points) in enumerate(series.items()):
         color = PALETTE[n % len(PALETTE)]
-        if name in bands:
-            bx, lo, hi = bands[name]
-            keep = [(x, a, b) for x, a, b in zip(bx, lo, hi) if finite(x, a, b)]
+        if bands.get(name):
+            keep = bands[name]
             ring = [(sx(x), sy(b)) for x, _, b in keep] + [(sx(x), sy(a)) for x, a, _ in reversed(keep)]
             out.append(f'<polygon fill="{color}" fill-opacity="0.15" stroke="none" points="'
                        + " ".join(f"{x:.1f},{y:.1f}" for x, y in ring) + '"/>')
-        p = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys)
-                     if finite(x, y) and (x > 0 or not logx))
+        p = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
         out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{p}"/>')
         out.append(f'<text x="{width - R + 8}" y="{T + 14 * n + 10}" font-size="11" fill="{color}">{_esc(name)}</text>')
     return "\n".join(out) + "</svg>"
@@ -199,7 +239,7 @@ def _workload_line(doc) -> str:
     return ", ".join(f"{k} {v}" for k, v in w.items() if isinstance(v, (int, float, str)) and k != "trace_dir")
 
 
-def _event(doc, name, csvs) -> str:
+def _event(doc, name, csvs) -> list:
     pol = doc["policies"]
     keys = list(next(iter(pol.values()))["mean"])
     rows = [[(p, None)] + [(_num(m["mean"].get(k), 1, 3), m["mean"].get(k)) for k in keys] for p, m in pol.items()]
@@ -210,17 +250,17 @@ def _event(doc, name, csvs) -> str:
         if q:
             cdf[p] = ([max(x, 1e-3) for x in q], [k / 100 for k in range(len(q))])
     if cdf:
-        out.append(line_chart(cdf, "latency CDF (trial 0; 0 s drawn at 1 ms)", "latency (s, log)",
-                              "fraction of placed tasks", logx=True))
+        out.append(Chart("latency CDF (trial 0; 0 s drawn at 1 ms)", "latency (s, log)", "fraction of placed tasks",
+                         cdf, logx=True))
     for p in pol:
         series = csvs.get(p)
         if series:
-            out.append(line_chart(series, f"utilization over time: {p}", "time (s)", "utilization"))
+            out.append(Chart(f"utilization over time: {p}", "time (s)", "utilization", series))
     out.append(_definitions(["util", "latency", "never", "pend_mean"]))
-    return "\n".join(out)
+    return out
 
 
-def _evolve(doc, name) -> str:
+def _evolve(doc, name) -> list:
     hist = doc["history"]
     g = [h["index"] for h in hist]
     series = {k: (g, [h[k] for h in hist]) for k in ("best", "median", "heldout", "relaxed", "hard")
@@ -229,10 +269,10 @@ def _evolve(doc, name) -> str:
              (_num(doc[k].get("heldout"), 100, 3), doc[k].get("heldout"))]
             for k in ("champion", "alpha_evolve") if isinstance(doc.get(k), dict)]
     out = [f"<h2>Tuning ({_esc(doc['experiment'])}): {_esc(name)}</h2>",
-           line_chart(series, "objective per generation / step", "generation or step", "demand-weighted placed fraction")]
+           Chart("objective per generation / step", "generation or step", "demand-weighted placed fraction", series)]
     if rows:
         out.append(table(["genome", "train %", "held-out %"], rows))
-    return "\n".join(out)
+    return out
 
 
 def _cvx(doc, name) -> str:
@@ -256,7 +296,10 @@ def _cvx(doc, name) -> str:
     return "\n".join(out)
 
 
-def _gpushare(doc, name) -> str:
+ZOOM = (80, 130)  # arrived GPU demand (%) where the GPU-sharing policies part
+
+
+def _gpushare(doc, name) -> list:
     pol = doc["policies"]
     xs = doc.get("arrived_percent", list(range(131)))
     w = doc.get("workload", {})
@@ -271,10 +314,11 @@ def _gpushare(doc, name) -> str:
                          ("frag_ratio", "fragmented share of idle GPUs (%)")):
         series = {p: (xs, e[curve]["mean"]) for p, e in pol.items()}
         bands = {p: (xs, e[curve]["min"], e[curve]["max"]) for p, e in pol.items() if len(e["seeds"]) > 1}
-        out.append(line_chart(series, f"{label} against arrived workload", "arrived GPU demand (% of capacity)",
-                              label, bands=bands))
+        for xlim in (None, ZOOM):
+            title = f"{label} against arrived workload" + ("" if xlim is None else f" (zoom: {xlim[0]}-{xlim[1]}%)")
+            out.append(Chart(title, "arrived GPU demand (% of capacity)", label, series, bands, xlim=xlim))
     out.append(_definitions(["gpu_alloc", "gpu_frag", "gpu_frag_ratio"]))
-    return "\n".join(out)
+    return out
 
 
 def _bench(doc, name) -> str:
@@ -371,15 +415,12 @@ def check_result(doc, path: str) -> str:
     return kind
 
 
-def build_report(paths: list[str]) -> str:
-    """The HTML page for these result files (JSON documents and utilization CSVs).
+def report_sections(paths: list[str]) -> list[tuple[str, list]]:
+    """Each JSON result's section of the report: (file name, parts), a part being HTML or a Chart.
 
     Args:
-        paths: result files of the commands (snapshot, event, evolve, tune, cvx JSON,
+        paths: result files of the commands (snapshot, event, evolve, tune, cvx, gpushare JSON,
             results/bench.json) and event utilization CSVs.
-
-    Returns:
-        One self-contained HTML page.
 
     Raises:
         InputError: a file that is not a jaxsched result, naming it.
@@ -403,10 +444,29 @@ def build_report(paths: list[str]) -> str:
     for path, doc in docs:
         name, kind = os.path.basename(path), check_result(doc, path)
         try:
-            sections.append(_event(doc, name, csvs) if kind == "event" else VIEWS[kind](doc, name))
+            parts = _event(doc, name, csvs) if kind == "event" else VIEWS[kind](doc, name)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration) as e:
             raise InputError(f"{path}: a {kind} result this report cannot read ({type(e).__name__}: {e})") from None
-    body = "\n".join(f"<section>{s}</section>" for s in sections)
+        sections.append((name, [parts] if isinstance(parts, str) else parts))
+    return sections
+
+
+def build_report(paths: list[str]) -> str:
+    """The HTML page for these result files (JSON documents and utilization CSVs).
+
+    Args:
+        paths: result files of the commands (snapshot, event, evolve, tune, cvx, gpushare JSON,
+            results/bench.json) and event utilization CSVs.
+
+    Returns:
+        One self-contained HTML page.
+
+    Raises:
+        InputError: a file that is not a jaxsched result, naming it.
+    """
+    sections = report_sections(paths)
+    body = "\n".join("<section>" + "\n".join(line_chart(p) if isinstance(p, Chart) else p for p in parts)
+                     + "</section>" for _, parts in sections)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jaxsched report</title>"
             f"<style>{STYLE}</style></head><body><h1>jaxsched report</h1>"
             f"<p>{len(sections)} result(s): {_esc(', '.join(os.path.basename(p) for p in paths))}. Click a column "
