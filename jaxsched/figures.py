@@ -15,7 +15,18 @@ from .report import PALETTE, Chart, report_sections
 FORMATS = ("pdf", "png", "svg")
 
 
-def _pyplot():
+def check_formats(formats) -> tuple[str, ...]:
+    """The formats of a comma-separated text or a sequence, each one of FORMATS; else InputError."""
+    items = formats.split(",") if isinstance(formats, str) else formats
+    out = tuple(f.strip().lower() for f in items if f.strip())
+    bad = [f for f in out if f not in FORMATS]
+    if bad or not out:
+        raise InputError(f"--figure-formats: {', '.join(bad) or 'none given'}: choose from {', '.join(FORMATS)}")
+    return out
+
+
+def pyplot():
+    """matplotlib's pyplot on its file-only backend; InputError saying how to install it if absent."""
     try:
         import matplotlib
     except ImportError:
@@ -36,15 +47,12 @@ def figure_name(section: str, chart: Chart) -> str:
 def draw(chart: Chart, plt):
     """A matplotlib figure of one Chart (series, min-max bands, the zoom's x range)."""
     fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")
-    inside = lambda x: chart.xlim is None or chart.xlim[0] <= x <= chart.xlim[1]
-    for n, (name, (xs, ys)) in enumerate(chart.series.items()):
+    series, bands = chart.visible()
+    for n, (name, pts) in enumerate(series.items()):
         color = PALETTE[n % len(PALETTE)]
-        pts = [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None and inside(x)]
-        if name in chart.bands:
-            band = [(x, a, b) for x, a, b in zip(*chart.bands[name]) if None not in (x, a, b) and inside(x)]
-            if band:
-                bx, lo, hi = zip(*band)
-                ax.fill_between(bx, lo, hi, color=color, alpha=0.15, linewidth=0)
+        if bands.get(name):
+            bx, lo, hi = zip(*bands[name])
+            ax.fill_between(bx, lo, hi, color=color, alpha=0.15, linewidth=0)
         if pts:
             ax.plot(*zip(*pts), color=color, linewidth=1.5, label=name)
     if chart.logx:
@@ -58,21 +66,19 @@ def draw(chart: Chart, plt):
     return fig
 
 
-def write_figures(paths: list[str], directory: str, formats: tuple[str, ...] = FORMATS,
-                  progress=None) -> list[str]:
+def write_figures(paths: list[str], directory: str, formats=FORMATS,
+                  sections: list[tuple[str, list]] | None = None) -> list[str]:
     """Write every chart of the report of these result files into `directory`, once per format:
-    the files written.
+    the files written. `sections`: their `report.report_sections`, where already read.
 
     Raises:
         InputError: a bad result file, an unknown format, matplotlib missing, or a file that
             cannot be written (each named).
     """
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise InputError(f"--figure-formats: {', '.join(bad) or 'none given'}: choose from {', '.join(FORMATS)}")
-    sections = report_sections(paths)
+    formats = check_formats(formats)
+    sections = report_sections(paths) if sections is None else sections
     charts = [(figure_name(name, part), part) for name, parts in sections for part in parts if isinstance(part, Chart)]
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(directory, exist_ok=True)
     written = []
     for stem, chart in charts:
@@ -91,6 +97,4 @@ def write_figures(paths: list[str], directory: str, formats: tuple[str, ...] = F
                 written.append(path)
         finally:
             plt.close(fig)
-        if progress is not None:
-            progress(len(written) // len(formats), len(charts))
     return written

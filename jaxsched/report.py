@@ -112,6 +112,17 @@ class Chart(NamedTuple):
     logx: bool = False
     xlim: tuple | None = None
 
+    def visible(self) -> tuple[dict, dict]:
+        """The points drawn: each series' finite (x, y) and each band's finite (x, low, high)
+        within `xlim`, x > 0 on a log axis."""
+        finite = lambda *v: all(u is not None and math.isfinite(u) for u in v)
+        inside = lambda x: (x > 0 or not self.logx) and (self.xlim is None or self.xlim[0] <= x <= self.xlim[1])
+        series = {name: [(x, y) for x, y in zip(xs, ys) if finite(x, y) and inside(x)]
+                  for name, (xs, ys) in self.series.items()}
+        bands = {name: [(x, a, b) for x, a, b in zip(*band) if finite(x, a, b) and inside(x)]
+                 for name, band in self.bands.items()}
+        return series, bands
+
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """Round tick values covering [lo, hi]: multiples of 1, 2, 2.5 or 5 times a power of ten,
@@ -140,12 +151,7 @@ def _tick_label(v: float) -> str:
 
 def line_chart(chart: Chart, width: int = 560, height: int = 300) -> str:
     """The SVG of a Chart: axes with round ticks, the series, their bands and a legend."""
-    finite = lambda *v: all(u is not None and math.isfinite(u) for u in v)
-    inside = lambda x: (x > 0 or not chart.logx) and (chart.xlim is None or chart.xlim[0] <= x <= chart.xlim[1])
-    series = {name: [(x, y) for x, y in zip(xs, ys) if finite(x, y) and inside(x)]
-              for name, (xs, ys) in chart.series.items()}
-    bands = {name: [(x, a, b) for x, a, b in zip(*band) if finite(x, a, b) and inside(x)]
-             for name, band in chart.bands.items()}
+    series, bands = chart.visible()
     pts = [p for v in series.values() for p in v] + [(x, y) for v in bands.values() for x, a, b in v for y in (a, b)]
     if not pts:
         return f"<p>{_esc(chart.title)}: no data</p>"
@@ -451,12 +457,13 @@ def report_sections(paths: list[str]) -> list[tuple[str, list]]:
     return sections
 
 
-def build_report(paths: list[str]) -> str:
+def build_report(paths: list[str], sections: list[tuple[str, list]] | None = None) -> str:
     """The HTML page for these result files (JSON documents and utilization CSVs).
 
     Args:
         paths: result files of the commands (snapshot, event, evolve, tune, cvx, gpushare JSON,
             results/bench.json) and event utilization CSVs.
+        sections: their `report_sections`, where already read (default: read here).
 
     Returns:
         One self-contained HTML page.
@@ -464,7 +471,7 @@ def build_report(paths: list[str]) -> str:
     Raises:
         InputError: a file that is not a jaxsched result, naming it.
     """
-    sections = report_sections(paths)
+    sections = report_sections(paths) if sections is None else sections
     body = "\n".join("<section>" + "\n".join(line_chart(p) if isinstance(p, Chart) else p for p in parts)
                      + "</section>" for _, parts in sections)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jaxsched report</title>"

@@ -252,7 +252,7 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
     # draws: a step then takes contiguous slices instead of a gather per draw.
     use_tab = P >= INV_TABLE_ROWS and T * n_tab * C * K * 8 <= INV_TABLE_BYTES
     inv_tab = jnp.moveaxis(inv[:, draws], 0, -2) if use_tab else None  # [T, n_tab, C, K]
-    inv_flat = inv.reshape(-1)
+    inv_flat = None if use_tab else inv.reshape(-1)
     tasks = lax.dynamic_slice_in_dim(order, lo, n_tab, axis=1)  # [T, n_tab]
     demands = demand[tasks]  # [T, n_tab, R]: one gather a step instead of two
     # The chunk's first state bounds every later one (free only shrinks).

@@ -30,16 +30,13 @@ def add_arguments(p) -> None:
 def _check_figures(args) -> tuple[str, ...]:
     """--figures DIR and --figure-formats, checked before anything is written: the formats."""
     from ..errors import InputError
-    from ..figures import FORMATS, _pyplot
+    from ..figures import check_formats, pyplot
 
-    formats = tuple(f.strip().lower() for f in args.figure_formats.split(",") if f.strip())
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise UsageError(f"--figure-formats: {', '.join(bad) or 'none given'}: choose from {', '.join(FORMATS)}")
-    if os.path.exists(args.figures) and not os.path.isdir(args.figures):
-        raise UsageError(f"--figures: {args.figures} exists and is not a directory")
     try:
-        _pyplot()
+        formats = check_formats(args.figure_formats)
+        if os.path.exists(args.figures) and not os.path.isdir(args.figures):
+            raise InputError(f"--figures: {args.figures} exists and is not a directory")
+        pyplot()
     except InputError as e:
         raise UsageError(str(e)) from None
     try:
@@ -54,15 +51,16 @@ def run(args: argparse.Namespace) -> int:
     """Write the HTML report of the given result files (and its plots as files with --figures)."""
     from ..figures import write_figures
     from ..output import write_text_atomic
-    from ..report import build_report
+    from ..report import build_report, report_sections
 
     check_writable(args.output, "-o")
     formats = _check_figures(args) if args.figures else ()
-    write_text_atomic(args.output, build_report(args.files))
+    sections = report_sections(args.files)  # read once, for the page and the figures
+    write_text_atomic(args.output, build_report(args.files, sections))
     if not args.quiet:
         print(f"wrote {args.output}")
     if args.figures:
-        written = write_figures(args.files, args.figures, formats)
+        written = write_figures(args.files, args.figures, formats, sections)
         if not args.quiet:
             print(f"wrote {len(written)} figure file(s) into {args.figures}")
     return 0
