@@ -91,6 +91,37 @@ def on_devices(fn: Callable[[int, object], T], count: int) -> list[T]:
     return [f.result() for f in futures]
 
 
+class Background:
+    """fn() in a thread of its own, started at once: `result()` waits for it (and raises what
+    it raised); `cancel()` stops it at its next `interrupt.checkpoint` and waits."""
+
+    def __init__(self, fn: Callable[[], T]):
+        self.stop = threading.Event()
+        self.pool = ThreadPoolExecutor(1)
+
+        def run():
+            interrupt.bind(self.stop)
+            try:
+                return fn()
+            finally:
+                interrupt.bind(None)
+
+        self.future = self.pool.submit(run)
+
+    def result(self) -> T:
+        try:
+            return self.future.result()
+        except BaseException:  # its error, or KeyboardInterrupt while waiting
+            self.stop.set()
+            raise
+        finally:
+            self.pool.shutdown(wait=True)
+
+    def cancel(self) -> None:
+        self.stop.set()
+        self.pool.shutdown(wait=True)
+
+
 class SlowestShare:
     """One progress(done, total) for work split in shares: the slowest share's fraction of
     `total`. `reporter(i)` is share i's own progress(done, share_total)."""

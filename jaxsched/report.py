@@ -258,8 +258,25 @@ def _event(doc, name, csvs) -> list:
     if cdf:
         out.append(Chart("latency CDF (trial 0; 0 s drawn at 1 ms)", "latency (s, log)", "fraction of placed tasks",
                          cdf, logx=True))
+    bands = [b for b in ("production", "middle", "free") if any(f"latency_{b}_p99_s" in m["mean"] for m in pol.values())]
+    if bands:
+        cols = [f"{b} p{q}" for b in bands for q in (50, 99)]
+        rows = [[(p, None)] + [(_num(m["mean"].get(f"latency_{b}_p{q}_s"), 1, 3), m["mean"].get(f"latency_{b}_p{q}_s"))
+                               for b in bands for q in (50, 99)] for p, m in pol.items()]
+        out += ["<p>Latency by priority band (s; production 9-11, middle 2-8, free 0-1)</p>", table(["policy"] + cols, rows)]
+    timing = doc.get("timing", {}).get("cvxcluster", {}) if isinstance(doc.get("timing"), dict) else {}
+    rounds = {p: dict(m["cvx"], **(timing.get(p) if isinstance(timing.get(p), dict) else {}))
+              for p, m in pol.items() if isinstance(m.get("cvx"), dict)}
+    if rounds:
+        keys = ("rounds", "tasks_per_s", "round_s_mean", "round_s_p99", "candidates_mean", "allocation_s")
+        rows = [[(p, None)] + [(_num(c.get(k), 1, 3), c.get(k)) for k in keys] for p, c in rounds.items()]
+        out += ["<p>CvxCluster rounds (tasks placed per second of allocation; round wall time in s)</p>",
+                table(["row"] + list(keys), rows)]
+    queue = {p: csvs[p]["pending"] for p in pol if "pending" in csvs.get(p, {})}
+    if queue:
+        out.append(Chart("pending tasks over time", "time (s)", "pending tasks", queue))
     for p in pol:
-        series = csvs.get(p)
+        series = {k: v for k, v in csvs.get(p, {}).items() if k.startswith("util_")}
         if series:
             out.append(Chart(f"utilization over time: {p}", "time (s)", "utilization", series))
     out.append(_definitions(["util", "latency", "never", "pend_mean"]))
@@ -350,7 +367,8 @@ def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
         raise InputError(f"{path}: not a jaxsched utilization CSV (first column must be time_s)")
     try:
         t = [float(r[0]) for r in data]
-        return {h: (t, [float(r[i]) for r in data]) for i, h in enumerate(head) if h.startswith("util_")}
+        return {h: (t, [float(r[i]) for r in data]) for i, h in enumerate(head)
+                if h.startswith("util_") or h in ("running", "pending")}
     except (ValueError, IndexError):
         raise InputError(f"{path}: a row is not numeric or has too few columns") from None
 

@@ -280,7 +280,6 @@ def test_cli_snapshot_with_cvxcluster_beside_policies(tmp_path, capsys):
     (["cvx", "--trace-dir", TRACE, "--machines", "10"], "--machines is for the synthetic workload"),
     (["cvx", "--days", "1"], "--days needs --trace-dir"),
     (["cvx", "--online", "--rate-multiplier", "0"], "every multiplier must be > 0"),
-    (["event", "--policy", "best_fit,cvxcluster"], "cvxcluster is not available in `event`"),
 ])
 def test_cli_cvx_bad_flags(args, message, capsys):
     code, _, err = run(args, capsys)

@@ -56,6 +56,21 @@ def float_list(v: Any) -> tuple[float, ...]:
     return out
 
 
+def band_weightings(v: Any) -> tuple[tuple[float, float, float], ...]:
+    """Utility weightings of the three priority bands: 'F,M,P' or several as 'F,M,P/F,M,P' (or a
+    TOML list of lists), each three finite numbers >= 0, not all zero."""
+    parts = v.split("/") if isinstance(v, str) else [v] if v and not isinstance(v[0], (list, tuple)) else list(v)
+    out = []
+    for part in parts:
+        w = float_list(part)
+        if len(w) != 3:
+            raise ValueError(f"expected three numbers (free, middle, production), got {len(w)} in {part!r}")
+        if any(x < 0 for x in w) or not any(x > 0 for x in w):
+            raise ValueError(f"weights must be >= 0 and not all 0, got {','.join(f'{x:g}' for x in w)}")
+        out.append(w)
+    return tuple(out)
+
+
 def instant(v: Any) -> str | float:
     """'busiest', 'all' or a time in seconds >= 0."""
     if v in ("busiest", "all"):

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     s, given = resolve(args, "snapshot", OPTIONS)
     check_sources(s, given)
-    policies = policies_and_genome(s, "snapshot")
+    policies = policies_and_genome(s)
     slot_for(s, 3 if s["trace_dir"] else 2)
     check_writable(s["json"])
 

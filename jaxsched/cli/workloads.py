@@ -162,17 +162,14 @@ def _read_params(path: str) -> dict[str, Any]:
     return doc
 
 
-def policies_and_genome(s: dict[str, Any], command: str) -> tuple[str, ...]:
-    """The --policy list, checked (placement methods such as cvxcluster only in snapshot, after
-    the scoring policies), after checking that --genome (if given) has 8 numbers."""
+def policies_and_genome(s: dict[str, Any]) -> tuple[str, ...]:
+    """The --policy list, checked (placement methods such as cvxcluster after the scoring
+    policies), after checking that --genome (if given) has 8 numbers."""
     from ..policies import GENOME_NAMES, PLACEMENT_METHODS, policy_names
 
     user_policies(s)
     parts = [p.strip() for p in s["policy"].split(",") if p.strip()]
     methods = tuple(dict.fromkeys(p for p in parts if p in PLACEMENT_METHODS))
-    if methods and command != "snapshot":
-        raise UsageError(f"--policy: {methods[0]} is not available in `{command}` (use it in `snapshot` or "
-                         f"`jaxsched cvx`)")
     rest = ",".join(p for p in parts if p not in PLACEMENT_METHODS)
     try:
         policies = policy_names(rest) if rest or not methods else ()

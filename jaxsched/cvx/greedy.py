@@ -35,14 +35,15 @@ from jax import lax
 from .. import rng
 from ..policies import FEASIBILITY_TOL
 from .prices import PriceInputs, net_utility
-from .problem import CvxProblem, Shapes
+from .problem import CvxProblem, Shapes, shape_sums
 
 SAMPLES = 16
 FAILURES = 16
 
 
 class GreedyInputs(NamedTuple):
-    """Stage 2 arrays, servers in shape order (position p holds server members[p]).
+    """Stage 2 arrays (host arrays, taken by the compiled stage), servers in shape order
+    (position p holds server members[p]).
 
     Anti-affinity: group g owns slots[gstart[g] : gstart[g] + gsize[g]], one per member (running
     members first, holding their server's position; then this round's tasks, -1 until placed).
@@ -86,11 +87,7 @@ def greedy_inputs(problem: CvxProblem, shapes: Shapes, min_window: int = 1,
     m = shapes.members
     free = problem.free[m].T
     G, N = problem.num_groups, problem.num_tasks
-    K = len(shapes.count)
-    tot = np.zeros((K, free.shape[0]))
-    left = np.zeros_like(tot)
-    np.add.at(tot, shapes.shape_of, problem.capacity.astype(np.float64))
-    np.add.at(left, shapes.shape_of, problem.free.astype(np.float64))
+    tot, left = shapes.capacity_sum, shape_sums(shapes, problem.free)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(tot > 0, left / np.where(tot > 0, tot, 1.0), np.inf).min(axis=1)
     share = np.where(np.isfinite(share), share, 1.0)
@@ -109,11 +106,13 @@ def greedy_inputs(problem: CvxProblem, shapes: Shapes, min_window: int = 1,
     ot = grouped[np.argsort(tg[grouped], kind="stable")]
     task_slot = np.full(N, S + window, np.int32)
     task_slot[ot] = gstart[tg[ot]] + held_n[tg[ot]] + _ranks(tg[ot])
-    inputs = GreedyInputs(free=jnp.asarray(free, jnp.float32), server=jnp.asarray(m), start=jnp.asarray(shapes.start),
-                          count=jnp.asarray(shapes.count), share=jnp.asarray(share, jnp.float32),
-                          slots=jnp.asarray(slots), gstart=jnp.asarray(np.append(gstart, 0).astype(np.int32)),
-                          gsize=jnp.asarray(np.append(size, 0).astype(np.int32)), task_slot=jnp.asarray(task_slot),
-                          limit=jnp.int32(problem.group_limit))
+    # Host arrays: the compiled stage takes them in one transfer (a device_put each would cost more
+    # than a small round's placement).
+    inputs = GreedyInputs(free=np.ascontiguousarray(free, np.float32), server=m.astype(np.int32),
+                          start=shapes.start.astype(np.int32), count=shapes.count.astype(np.int32),
+                          share=share.astype(np.float32), slots=slots, gstart=np.append(gstart, 0).astype(np.int32),
+                          gsize=np.append(size, 0).astype(np.int32), task_slot=task_slot,
+                          limit=np.int32(problem.group_limit))
     return inputs, window
 
 

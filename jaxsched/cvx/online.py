@@ -108,17 +108,19 @@ def _padded(problem: CvxProblem, queue: np.ndarray, size: int) -> CvxProblem:
         group=np.concatenate([sub.group, np.full(extra, -1, np.int32)]))
 
 
-def _round(problem: CvxProblem, queue: np.ndarray, shapes, cfg: PriceConfig, warm, key, window: int,
-           min_slots: int):
-    """One round's allocation of the queue on the problem's free capacity: (server of each queued
-    task or -1, the prices to warm-start the next round, wall seconds, whether it compiled)."""
+def allocate_round(problem: CvxProblem, queue: np.ndarray, shapes, cfg: PriceConfig, warm, key, window: int,
+                   min_slots: int):
+    """One round's allocation of the tasks `queue` on the problem's free capacity, padded to a
+    bucket of tasks: (server of each queued task or -1, the round's Prices (their theta
+    warm-starts the next round), wall seconds, whether it compiled)."""
     sub = _padded(problem, queue, _bucket(len(queue)))
     compiles = _compiled_programs()
     t0 = time.perf_counter()
-    prices = solve_prices(sub, shapes, cfg, warm)
-    placement, _ = place(sub, shapes, price_inputs(sub, shapes), prices.lam, prices.mu, key, window, min_slots)
+    pinp = price_inputs(sub, shapes)
+    prices = solve_prices(sub, shapes, cfg, warm, pinp)
+    placement, _ = place(sub, shapes, pinp, prices.lam, prices.mu, key, window, min_slots)
     seconds = time.perf_counter() - t0
-    return placement[:len(queue)], prices.theta, seconds, _compiled_programs() > compiles
+    return placement[:len(queue)], prices, seconds, _compiled_programs() > compiles
 
 
 def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 1.0, round_s: float = 1.0,
@@ -184,8 +186,10 @@ def run_online(problem: CvxProblem, arrival, duration, rate_multiplier: float = 
         if queue.size:
             pairs = np.asarray(list(held.values()), np.int32).reshape(-1, 2)
             now = dataclasses.replace(problem, free=free, held_group=pairs[:, 0], held_server=pairs[:, 1])
-            placement, warm, seconds, compiled = _round(now, queue, shapes, cfg, warm,
-                                                        jax.random.fold_in(key, len(rec_q)), window, min_slots)
+            placement, prices, seconds, compiled = allocate_round(now, queue, shapes, cfg, warm,
+                                                                  jax.random.fold_in(key, len(rec_q)), window,
+                                                                  min_slots)
+            warm = prices.theta
             rec_c.append(compiled)
             ok = placement >= 0
             placed = queue[ok]

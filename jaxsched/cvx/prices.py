@@ -50,7 +50,8 @@ class PriceConfig:
 
 
 class PriceInputs(NamedTuple):
-    """One round's LP data as JAX arrays (N tasks, K shapes, R resources, G groups)."""
+    """One round's LP data (host arrays, taken by the compiled stages; N tasks, K shapes, R
+    resources, G groups)."""
 
     demand: jax.Array  # f32[N, R]
     weight: jax.Array  # f32[N]
@@ -89,11 +90,10 @@ def price_inputs(problem: CvxProblem, shapes: Shapes) -> PriceInputs:
         scale.append(mean_u / pos.mean() if pos.size else 1.0)
     scale.append(mean_u)
     group = np.where(problem.group >= 0, problem.group, G).astype(np.int32)
-    return PriceInputs(demand=jnp.asarray(problem.demand, jnp.float32), weight=jnp.asarray(problem.weight),
-                       allowed=jnp.asarray(allowed(problem, shapes)), group=jnp.asarray(group),
-                       budget=jnp.asarray(B, jnp.float32),
-                       allowance=jnp.asarray(np.concatenate([A, np.zeros((A.shape[0], 1))], 1), jnp.float32),
-                       scale=jnp.asarray(scale, jnp.float32))
+    return PriceInputs(demand=np.asarray(problem.demand, np.float32), weight=np.asarray(problem.weight, np.float32),
+                       allowed=allowed(problem, shapes), group=group, budget=B.astype(np.float32),
+                       allowance=np.concatenate([A, np.zeros((A.shape[0], 1))], 1).astype(np.float32),
+                       scale=np.asarray(scale, np.float32))
 
 
 def _unscale(theta, inp: PriceInputs):
@@ -175,10 +175,11 @@ def _descend(theta0, inp: PriceInputs, cfg: PriceConfig):
 
 
 def solve_prices(problem: CvxProblem, shapes: Shapes | None = None, cfg: PriceConfig = PriceConfig(),
-                 warm: jax.Array | None = None) -> Prices:
-    """Shadow prices of `problem`'s aggregated LP; `warm`: a previous round's Prices.theta."""
+                 warm: jax.Array | None = None, inputs: PriceInputs | None = None) -> Prices:
+    """Shadow prices of `problem`'s aggregated LP; `warm`: a previous round's Prices.theta;
+    `inputs`: `price_inputs(problem, shapes)` if at hand."""
     shapes = aggregate(problem) if shapes is None else shapes
-    inp = price_inputs(problem, shapes)
+    inp = price_inputs(problem, shapes) if inputs is None else inputs
     K, R, G = len(shapes.count), problem.demand.shape[1], problem.num_groups
     theta0 = jnp.zeros((K, R + G), jnp.float32) if warm is None else jnp.asarray(warm, jnp.float32)
     if theta0.shape != (K, R + G):

@@ -154,6 +154,7 @@ class Shapes:
     start: np.ndarray  # i32[K], first position in `members`
     members: np.ndarray  # i32[M], server indices sorted by shape, then index
     shape_of: np.ndarray  # i32[M], shape of each server
+    capacity_sum: np.ndarray  # f64[K, R], total capacity of each shape's servers
 
 
 def aggregate(problem: CvxProblem) -> Shapes:
@@ -165,8 +166,9 @@ def aggregate(problem: CvxProblem) -> Shapes:
     members = np.argsort(shape_of, kind="stable").astype(np.int32)
     count = np.bincount(shape_of, minlength=len(uniq)).astype(np.int32)
     start = (np.cumsum(count) - count).astype(np.int32)
+    total = np.add.reduceat(problem.capacity.astype(np.float64)[members], start, axis=0)
     return Shapes(capacity=uniq[:, 1:].astype(np.float32), server_type=uniq[:, 0].astype(np.int32), count=count,
-                  start=start, members=members, shape_of=shape_of)
+                  start=start, members=members, shape_of=shape_of, capacity_sum=total)
 
 
 def allowed(problem: CvxProblem, shapes: Shapes) -> np.ndarray:
@@ -176,11 +178,14 @@ def allowed(problem: CvxProblem, shapes: Shapes) -> np.ndarray:
     return type_ok & fits
 
 
+def shape_sums(shapes: Shapes, x: np.ndarray) -> np.ndarray:
+    """Sum of the rows x[M, R] over each shape's servers: f64[K, R]."""
+    return np.add.reduceat(np.asarray(x, np.float64)[shapes.members], shapes.start, axis=0)
+
+
 def shape_budgets(problem: CvxProblem, shapes: Shapes) -> tuple[np.ndarray, np.ndarray]:
     """Aggregated free capacity B f64[K, R] and group allowance A f64[K, G] of each shape."""
-    K = len(shapes.count)
-    B = np.zeros((K, problem.capacity.shape[1]))
-    np.add.at(B, shapes.shape_of, problem.free.astype(np.float64))
+    B = shape_sums(shapes, problem.free)
     A = np.repeat((problem.group_limit * shapes.count.astype(np.float64))[:, None], problem.num_groups, axis=1)
     np.add.at(A, (shapes.shape_of[problem.held_server], problem.held_group), -1.0)
     return B, A

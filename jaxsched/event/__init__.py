@@ -34,7 +34,8 @@ turns the run segments into the reported figures (`stats`).
 Modules: `config` (the replay program and the experiment), `inputs` (the workload in
 ticks, bands, demand classes), `state` (the carry), `placement` (draws, scans, evictions),
 `drain` (certificates and the drain's list), `step` (one step of every row), `run` (the
-loop, the device split, the result), `stats` (the figures).
+loop, the device split, the result), `stats` (the figures), `rounds` (CvxCluster rows:
+allocation rounds on the same clock, on the host).
 """
 
 from .config import EXPERIMENT, EventConfig, EventRunConfig

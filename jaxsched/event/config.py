@@ -46,6 +46,9 @@ class EventConfig:
 class EventRunConfig:
     """An event-mode experiment: every policy replayed over `trials` random streams.
 
+    "cvxcluster" among the policies adds CvxCluster rows (`rounds`): allocation rounds every
+    `cvx_round_s` seconds, one row set per utility weighting of the priority bands.
+
     Trial t of every policy uses the key of (seed, "event", t), so that all policies see
     the same draws for the same try (common random numbers).
     """
@@ -58,3 +61,5 @@ class EventRunConfig:
     slot: tuple[float, ...] | None = None  # None: 0.05 on CPU and memory
     genome: tuple[float, ...] | None = None  # w0..w5, p1, p2 of `family` rows (default alpha_evolve's point)
     max_evictions: int | None = None  # room in the segment log (default: the task count); more is an error
+    cvx_round_s: float = 1.0  # "cvxcluster" rows: simulated seconds between allocation rounds
+    cvx_band_weights: tuple[tuple[float, float, float], ...] = ((1.0, 2.0, 4.0),)  # one row set per weighting

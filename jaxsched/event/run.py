@@ -4,6 +4,7 @@ the figures of an experiment computed from the run segments on the host."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable
 
 import jax
@@ -12,12 +13,13 @@ import numpy as np
 from jax import lax
 
 from .. import interrupt, rng
-from ..devices import SlowestShare, on_devices
+from ..devices import Background, SlowestShare, on_devices
 from ..errors import InputError
 from ..packing import PAD_CAPACITY
 from ..policies import genome_width, row_genomes, safe_inverse, slot_vector
 from ..user_policies import check_policies
 from ..types import Cluster, Workload, validate
+from . import rounds
 from .config import EXPERIMENT, EventConfig, EventRunConfig
 from .drain import SPAN_WORDS, WORD_SHIFT
 from .inputs import INF, EventInputs, demand_classes, prepare
@@ -155,7 +157,7 @@ def _too_many_evictions(E: int) -> InputError:
 
 def _drive(state, st, cfg, M, N, report, max_segments=None):
     """Run the compiled replay loop to the end: (final state, steps); report(done, 2N) per call,
-    done counting the events of the share's slowest row. Calls are paced to about
+    done counting the arrivals and finished tasks of the share's slowest row. Calls are paced to about
     `interrupt.TARGET_CALL_S` (the steps run are the same whatever their split), and a share
     run in a thread of its own stops between two of them when it is called off. A row whose
     segment log overflows `max_segments` (more evictions than it has room for) ends the
@@ -174,7 +176,8 @@ def _drive(state, st, cfg, M, N, report, max_segments=None):
         if report is not None:
             ctl = state.ctl
             running = np.asarray(jnp.sum(state.end < INF, axis=1))
-            done = np.asarray(ctl.arrived) + np.asarray(ctl.segments) - running  # arrivals + runs ended
+            # arrivals + tasks finished: an evicted run's end is no progress (the task runs again)
+            done = np.asarray(ctl.arrived) + np.asarray(ctl.segments) - running - np.asarray(ctl.evictions)
             report(min(int(done.min()), 2 * N) if live else 2 * N, 2 * N)
     return state, steps
 
@@ -220,6 +223,9 @@ class EventResult:
     resources: tuple[str, ...]
     rows: list[dict]  # row p * trials + t: `stats.row_stats` of policy p, trial t
     replay: Replay
+    # Wall-clock figures (they alone differ between runs of one seed): scoring_s and cvxcluster_s,
+    # the two parts' wall time (they run at once), and per CvxCluster row its trials' round times.
+    timing: dict = dataclasses.field(default_factory=dict)
 
     def row(self, policy: str, trial: int) -> dict:
         """The figures of one (policy, trial) row."""
@@ -231,7 +237,23 @@ class EventResult:
         for p, name in enumerate(self.policies):
             rows = self.rows[p * self.trials:(p + 1) * self.trials]
             out[name] = {"mean": _mean_figures(rows, self.resources), "trials": rows}
+            if "cvx" in rows[0]:  # CvxCluster rows: their rounds' figures, means over trials
+                out[name]["cvx"] = _mean_numbers([r["cvx"] for r in rows])
         return out
+
+
+def _mean_numbers(dicts: list[dict]) -> dict:
+    """The first dict with each number replaced by its mean over all of them."""
+    return {k: float(np.mean([d[k] for d in dicts])) if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else v for k, v in dicts[0].items()}
+
+
+def timing_summary(timing: dict) -> dict:
+    """`EventResult.timing` with each CvxCluster row's round times averaged over its trials."""
+    out = {k: v for k, v in timing.items() if k != "cvxcluster"}
+    if "cvxcluster" in timing:
+        out["cvxcluster"] = {name: _mean_numbers(t) for name, t in timing["cvxcluster"].items()}
+    return out
 
 
 def _flat_figures(row: dict, resources) -> dict[str, float]:
@@ -251,18 +273,32 @@ def _mean_figures(rows: list[dict], resources) -> dict[str, float]:
     return {k: float(np.mean([f[k] for f in flats])) for k in keys}
 
 
+def row_names(cfg: EventRunConfig) -> tuple[str, ...]:
+    """The experiment's row sets in order: each scoring policy, and in the place of "cvxcluster"
+    one name per band weighting (`rounds.row_name`)."""
+    several = len(cfg.cvx_band_weights) > 1
+    out = []
+    for p in cfg.policies:
+        out += [rounds.row_name(w, several) for w in cfg.cvx_band_weights] if p == rounds.METHOD else [p]
+    return tuple(out)
+
+
 def run_event(cluster: Cluster, workload: Workload, cfg: EventRunConfig,
-              progress: Callable[[int, int], None] | None = None) -> EventResult:
-    """Replay the workload through every policy x trial in one batched program and compute the figures.
+              progress: Callable[[int, int], None] | None = None,
+              round_progress: Callable[[int, int], None] | None = None) -> EventResult:
+    """Replay the workload through every policy x trial and compute the figures: the scoring
+    policies in one batched program, CvxCluster rows in allocation rounds on the same ticks.
 
     Args:
         cluster: the machines.
         workload: the tasks, with arrival times and durations.
-        cfg: the experiment: policies, trials, seed, picker, preemption.
-        progress: progress(done, total) as `replay` reports it.
+        cfg: the experiment: policies, trials, seed, picker, preemption, CvxCluster's rounds.
+        progress: progress(done, total) of the scoring rows, as `replay` reports it.
+        round_progress: progress(done, total) of the CvxCluster rows, all of them together.
 
     Returns:
-        The EventResult: utilization, latency and queue figures per (policy, trial).
+        The EventResult: utilization, latency and queue figures per (policy, trial); CvxCluster
+        rows add their rounds' figures under "cvx".
 
     Raises:
         InputError: a malformed cluster or workload, or bad settings.
@@ -270,21 +306,70 @@ def run_event(cluster: Cluster, workload: Workload, cfg: EventRunConfig,
     validate(cluster, workload)
     if cfg.trials < 1:
         raise InputError(f"trials must be >= 1, got {cfg.trials}")
-    policies, trials = tuple(cfg.policies), cfg.trials
-    names = tuple(n for n in policies for _ in range(trials))
-    keys = rng.trial_keys(cfg.seed, EXPERIMENT, trials)
-    keys = jnp.concatenate([keys] * len(policies))
-    check_policies(policies, cluster, workload)
-    genomes = row_genomes(names, cfg.genome)
-    program = EventConfig(policies=names, sample_k=cfg.sample_k, preempt=cfg.preempt,
-                          slot=slot_vector(cfg.slot, cluster.num_resources))
-    rep = replay(cluster, workload, program, keys, genomes, cfg.max_evictions, progress)
+    trials = cfg.trials
+    scoring = tuple(p for p in cfg.policies if p != rounds.METHOD)
+    weightings = [tuple(float(x) for x in w) for w in cfg.cvx_band_weights] if rounds.METHOD in cfg.policies else []
+    policies = row_names(cfg)
+    inputs = prepare(workload, cfg.preempt)
+    rounds.check_settings(cfg.cvx_round_s, weightings, inputs.tick_s)
     arrival = np.asarray(workload.arrival, np.float64)
-    rows = []
-    for b in range(len(names)):
-        stats = row_stats(rep.segments[b], rep.first_start[b], arrival, np.asarray(workload.priority),
-                          np.asarray(workload.demand), np.asarray(cluster.capacity), rep.inputs.tick_s, cfg.preempt)
-        stats["evictions"] = int(rep.evictions[b])
-        rows.append(stats)
+    figures = lambda seg, first: row_stats(seg, first, arrival, np.asarray(workload.priority),
+                                           np.asarray(workload.demand), np.asarray(cluster.capacity),
+                                           inputs.tick_s, by_band=True)
+    rows_of = {}  # name -> its trials' (figures, segments, first starts, evictions, drain draws, certain)
+    timing = {}  # wall-clock figures, the only ones that differ between runs of one seed
+
+    def cvx_rows():  # CvxCluster's rows, one weighting and trial after the other
+        t0 = time.perf_counter()
+        keys = rng.trial_keys(cfg.seed, rounds.EXPERIMENT, trials)
+        out = []
+        for x, w in enumerate(weightings):
+            for t in range(trials):
+                k = x * trials + t
+                report = None if round_progress is None else (
+                    lambda d, n, k=k: round_progress(k * n + d, len(weightings) * trials * n))
+                row = rounds.replay_rounds(cluster, workload, inputs, w, keys[t], cfg.cvx_round_s, progress=report)
+                name = rounds.row_name(w, len(weightings) > 1)
+                stats = dict(figures(row.segments, row.first_start), evictions=0)
+                stats["cvx"] = dict(row.log.figures(), band_weights=list(w), round_s=cfg.cvx_round_s, eviction="none")
+                timing.setdefault("cvxcluster", {}).setdefault(name, []).append(row.log.timing())
+                out.append((name, (stats, row.segments, row.first_start, 0, 0, 0)))
+        timing["cvxcluster_s"] = time.perf_counter() - t0
+        return out
+
+    # The rounds are host-bound and mostly single-threaded: they run in a thread of their own
+    # beside the scoring rows' replay (rows are independent: the results are the same).
+    names = tuple(n for n in scoring for _ in range(trials))
+    if scoring:
+        check_policies(scoring, cluster, workload)
+        genomes = row_genomes(names, cfg.genome)
+        program = EventConfig(policies=names, sample_k=cfg.sample_k, preempt=cfg.preempt,
+                              slot=slot_vector(cfg.slot, cluster.num_resources))
+    beside = Background(cvx_rows) if weightings and scoring else None
+    steps = 0
+    if scoring:
+        t0 = time.perf_counter()
+        keys = jnp.concatenate([rng.trial_keys(cfg.seed, EXPERIMENT, trials)] * len(scoring))
+        try:
+            rep = replay(cluster, workload, program, keys, genomes, cfg.max_evictions, progress, inputs)
+        except BaseException:
+            if beside is not None:
+                beside.cancel()
+            raise
+        steps = rep.steps
+        timing["scoring_s"] = time.perf_counter() - t0
+        for b, name in enumerate(names):
+            stats = dict(figures(rep.segments[b], rep.first_start[b]), evictions=int(rep.evictions[b]))
+            rows_of.setdefault(name, []).append((stats, rep.segments[b], rep.first_start[b], rep.evictions[b],
+                                                 rep.drain_draws[b], rep.drain_certain[b]))
+    if weightings:
+        for name, entry in (beside.result() if beside is not None else cvx_rows()):
+            rows_of.setdefault(name, []).append(entry)
+    entries = [e for name in policies for e in rows_of[name]]
+    rows = [e[0] for e in entries]
+    merged = Replay(inputs=inputs, segments=[e[1] for e in entries], first_start=np.stack([e[2] for e in entries]),
+                    evictions=np.asarray([e[3] for e in entries], np.int64), steps=steps,
+                    drain_draws=np.asarray([e[4] for e in entries], np.int64),
+                    drain_certain=np.asarray([e[5] for e in entries], np.int64))
     return EventResult(policies=policies, trials=trials, resources=tuple(cluster.resources), rows=rows,
-                       replay=rep)
+                       replay=merged, timing=timing)
