@@ -71,7 +71,8 @@ def main() -> None:
             doc = json.load(f)
     sec = doc["timing"]
     cvx = dict(doc["policies"]["cvxcluster"]["cvx"], **sec["cvxcluster"]["cvxcluster"])
-    figures = {name: {k: v for k, v in fig["mean"].items() if k.startswith(("utilization", "latency_p50", "latency_p99", "pending"))}
+    kept = ("utilization", "latency_p50", "latency_p99", "pending")
+    figures = {name: {k: v for k, v in fig["mean"].items() if k.startswith(kept)}
                for name, fig in doc["policies"].items()}
     res = {
         "benchmark": "event_cvx", "hardware": hardware(with_jax=False), "command": display(cmd[3:]),

@@ -258,12 +258,14 @@ def _event(doc, name, csvs) -> list:
     if cdf:
         out.append(Chart("latency CDF (trial 0; 0 s drawn at 1 ms)", "latency (s, log)", "fraction of placed tasks",
                          cdf, logx=True))
-    bands = [b for b in ("production", "middle", "free") if any(f"latency_{b}_p99_s" in m["mean"] for m in pol.values())]
+    bands = [b for b in ("production", "middle", "free")
+             if any(f"latency_{b}_p99_s" in m["mean"] for m in pol.values())]
     if bands:
-        cols = [f"{b} p{q}" for b in bands for q in (50, 99)]
-        rows = [[(p, None)] + [(_num(m["mean"].get(f"latency_{b}_p{q}_s"), 1, 3), m["mean"].get(f"latency_{b}_p{q}_s"))
-                               for b in bands for q in (50, 99)] for p, m in pol.items()]
-        out += ["<p>Latency by priority band (s; production 9-11, middle 2-8, free 0-1)</p>", table(["policy"] + cols, rows)]
+        keys = [(f"{b} p{q}", f"latency_{b}_p{q}_s") for b in bands for q in (50, 99)]
+        rows = [[(p, None)] + [(_num(m["mean"].get(k), 1, 3), m["mean"].get(k)) for _, k in keys]
+                for p, m in pol.items()]
+        out += ["<p>Latency by priority band (s; production 9-11, middle 2-8, free 0-1)</p>",
+                table(["policy"] + [c for c, _ in keys], rows)]
     timing = doc.get("timing", {}).get("cvxcluster", {}) if isinstance(doc.get("timing"), dict) else {}
     rounds = {p: dict(m["cvx"], **(timing.get(p) if isinstance(timing.get(p), dict) else {}))
               for p, m in pol.items() if isinstance(m.get("cvx"), dict)}

@@ -199,3 +199,35 @@ def test_same_rows_on_one_and_two_devices():
                              timeout=600).stdout
         outs.append(json.loads(out.strip().splitlines()[-1]))
     assert outs[0] == outs[1]
+
+
+def test_cli_event_with_cvxcluster_rows_and_their_report(tmp_path, capsys):
+    out, prefix = tmp_path / "e.json", tmp_path / "u"
+    code, stdout, err = run(["event", "--machines", "12", "--rho", "1.2", "--policy", "best_fit,cvxcluster",
+                             "--cvx-round-s", "600", "--preempt", "--json", str(out), "--util-csv", str(prefix)], capsys)
+    assert code == 0, err
+    assert "cvxcluster: " in stdout and "never evicts" in stdout
+    doc = json.loads(out.read_text())
+    row = doc["policies"]["cvxcluster"]
+    assert row["cvx"]["rounds"] >= 1 and row["mean"]["evictions"] == 0
+    assert doc["timing"]["cvxcluster"]["cvxcluster"]["round_s_mean"] > 0
+    assert "latency_production_p99_s" in doc["policies"]["best_fit"]["mean"]
+    html = tmp_path / "r.html"
+    code, _, err = run(["report", str(out), f"{prefix}_best_fit.csv", f"{prefix}_cvxcluster.csv", "-o", str(html),
+                        "--quiet"], capsys)
+    assert code == 0, err
+    page = html.read_text()
+    for part in ("CvxCluster rounds", "Latency by priority band", "pending tasks over time"):
+        assert part in page
+
+
+def test_band_weightings_read_from_flags_and_toml_lists():
+    from jaxsched.cli.options import band_weightings
+
+    two = ((1.0, 2.0, 4.0), (1.0, 4.0, 16.0))
+    assert band_weightings("1,2,4/1,4,16") == two
+    assert band_weightings([[1, 2, 4], [1, 4, 16]]) == two
+    assert band_weightings([1, 2, 4]) == two[:1]
+    for bad in ("1,2", "1,2,4/1,-1,4", "0,0,0", "1,2,x"):
+        with pytest.raises(ValueError):
+            band_weightings(bad)

@@ -103,6 +103,8 @@ def _interrupt_when_busy(args, tmp_path, marker):
     # two policies on two devices: each share in a thread of its own
     (["event", "--machines", "1000", "--rho", "0.8", "--policy", "best_fit,alpha_evolve", "--trials", "2"],
      "replaying:"),
+    # CvxCluster's rounds in a thread of their own beside the scoring replay
+    (["event", "--machines", "300", "--rho", "1.2", "--policy", "best_fit,cvxcluster"], "cvxcluster rounds:"),
     # the full scan's blocks, dispatched ahead of their results
     (["snapshot", "--machines", "40000", "--rho", "0.9", "--policy", "all", "--trials", "2", "--sample-k", "0",
       "--no-compaction", "--no-inflation"], "packing:"),

@@ -20,7 +20,8 @@ OPTIONS = (
             "arrival horizon reaches RHO of capacity in the binding dimension"),
     TRIALS.but(default=1, help="replays per policy, each with its own random draws (common random numbers "
                "across policies)"),
-    POLICY.but(default="best_fit,alpha_evolve", help="comma-separated policies, or 'all'"),
+    POLICY.but(default="best_fit,alpha_evolve", help="comma-separated policies, or 'all'; 'cvxcluster' adds "
+               "CvxCluster's allocation rounds beside them (not part of 'all')"),
     POLICY_FILE, POLICY_PARAMS,
     SAMPLE_K.but(default=64, help="score K machines drawn at random per try; an arrival whose draws all miss gets "
                  "a full scan, a retry from the queue does not (0: always full scan)"),

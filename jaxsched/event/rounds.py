@@ -162,7 +162,8 @@ def replay_rounds(cluster: Cluster, workload: Workload, inputs: EventInputs, wei
         round_s: simulated seconds between grid points.
         cfg: stage 1's settings.
         progress: progress(arrived + finished, 2 N) at grid points.
-        record: record(round) with each round's tick, candidates (task numbers), prices and placement.
+        record: record(round) with each round's tick, candidates (task numbers), placement, prices
+            and stage-1 steps.
 
     Returns:
         The RoundRow: run segments, first starts and the rounds' log.
@@ -241,8 +242,8 @@ def replay_rounds(cluster: Cluster, workload: Workload, inputs: EventInputs, wei
             ok = placement >= 0
             if record is not None:
                 record({"tick": t, "candidates": cand.copy(), "placement": placement.copy(),
-                        "lam": np.asarray(prices.lam), "mu": np.asarray(prices.mu), "iterations": int(prices.iterations), "free": free.copy(),
-                        "key": jax.random.fold_in(key, k)})
+                        "lam": np.asarray(prices.lam), "mu": np.asarray(prices.mu),
+                        "iterations": int(prices.iterations)})
             for task, j in zip(cand[ok], placement[ok]):
                 free[j] -= demand[task]
                 if group[task] >= 0:
