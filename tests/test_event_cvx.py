@@ -17,7 +17,7 @@ from jaxsched.cvx import exact, online
 from jaxsched.cvx.allocation import allocate
 from jaxsched.cvx.greedy import draw_words, place
 from jaxsched.cvx.prices import Prices, price_inputs
-from jaxsched.cvx.problem import from_snapshot
+from jaxsched.cvx.problem import anti_affinity_groups, from_snapshot
 from jaxsched.errors import InputError
 from jaxsched.event import EventRunConfig, prepare, rounds, run_event
 from jaxsched.types import Cluster, Workload
@@ -77,7 +77,7 @@ def test_rounds_match_the_reference_at_highs_prices_and_stay_feasible(seed, monk
     order = inputs.order
     base = rounds.make_problem(cluster.capacity, inputs.demand,
                                weight=rounds.band_weights(workload.priority[order], WEIGHTS),
-                               group=rounds._groups(workload, order))
+                               group=anti_affinity_groups(workload)[order])
 
     def reference_allocate(k, tick, free, cand, held):
         gids = sorted({int(base.group[c]) for c in cand if base.group[c] >= 0})
@@ -114,7 +114,7 @@ def test_jax_prices_keep_every_instant_feasible_and_rounds_on_the_grid():
     res = run_event(cluster, workload, cfg)
     seg = res.replay.segments[0]
     inputs = res.replay.inputs
-    group = rounds._groups(workload, np.arange(workload.num_tasks))
+    group = anti_affinity_groups(workload)
     reference_event_cvx.check_feasible(cluster.capacity, np.asarray(workload.demand), group, seg)
     t0 = inputs.arrival[0]
     assert np.all((seg[:, 2] - t0) % 2000 == 0), "a start off the 2 s grid"

@@ -127,21 +127,25 @@ def band_weights(priority, weights=BAND_WEIGHTS) -> np.ndarray:
     return np.asarray(weights, np.float32)[band]
 
 
+def anti_affinity_groups(workload: Workload) -> np.ndarray:
+    """i32[N]: each task's anti-affinity group from the trace's different-machines flag (one group
+    per flagged job, numbered by job), NO_GROUP for the others."""
+    group = np.full(workload.num_tasks, NO_GROUP, np.int32)
+    if workload.different_machines is not None and workload.job is not None:
+        flagged = np.asarray(workload.different_machines, bool)
+        _, dense = np.unique(np.asarray(workload.job)[flagged], return_inverse=True)
+        group[flagged] = dense.reshape(-1)
+    return group
+
+
 def from_snapshot(cluster: Cluster, workload: Workload, weights=BAND_WEIGHTS) -> CvxProblem:
     """The problem of packing a snapshot: one machine type, u_i by priority band, and
     anti-affinity from the trace's different-machines flag (one group per flagged job)."""
     from ..types import validate  # here, not at import: the HiGHS child processes start without JAX
 
     validate(cluster, workload)
-    group = None
-    if workload.different_machines is not None and workload.job is not None:
-        flagged = np.asarray(workload.different_machines, bool)
-        jobs = np.asarray(workload.job)
-        _, dense = np.unique(jobs[flagged], return_inverse=True)
-        group = np.full(workload.num_tasks, NO_GROUP, np.int32)
-        group[flagged] = dense
     return make_problem(cluster.capacity, workload.demand, weight=band_weights(workload.priority, weights),
-                        group=group, resources=cluster.resources)
+                        group=anti_affinity_groups(workload), resources=cluster.resources)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -90,10 +90,10 @@ def prepare(workload: Workload, preempt: bool) -> EventInputs:
         band=band, evict_rank=rank, tick_s=tick)
 
 
-def demand_classes(demand: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def demand_classes(demand: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The class of each task (i32[N]) and each class's demand (f32[C, R]): tasks of one
-    demand and band share a class."""
+    demand and the same labels (i32[N], a band, or i32[N, L]) share a class."""
     demand = np.ascontiguousarray(demand, np.float32)
-    key = np.concatenate([demand.view(np.int32), np.asarray(band, np.int32)[:, None]], axis=1)
+    key = np.concatenate([demand.view(np.int32), np.asarray(labels, np.int32).reshape(len(demand), -1)], axis=1)
     _, first, cls = np.unique(key, axis=0, return_index=True, return_inverse=True)
     return cls.reshape(-1).astype(np.int32), demand[first]

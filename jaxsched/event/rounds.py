@@ -42,10 +42,10 @@ from .. import interrupt
 from ..cvx.greedy import group_sizes, pow2
 from ..cvx.online import allocate_round
 from ..cvx.prices import PriceConfig
-from ..cvx.problem import NO_GROUP, aggregate, band_weights, make_problem
+from ..cvx.problem import aggregate, anti_affinity_groups, band_weights, make_problem
 from ..errors import InputError
 from ..types import Cluster, Workload
-from .inputs import EventInputs
+from .inputs import EventInputs, demand_classes
 from .state import S_TASK
 
 METHOD = "cvxcluster"
@@ -114,24 +114,6 @@ def row_name(weights, several: bool) -> str:
     return f"{METHOD}_w{'-'.join(f'{x:g}' for x in weights)}" if several else METHOD
 
 
-def _groups(workload: Workload, order: np.ndarray) -> np.ndarray:
-    """Anti-affinity group of each task in arrival order (one per flagged job), NO_GROUP elsewhere."""
-    group = np.full(len(order), NO_GROUP, np.int32)
-    if workload.different_machines is not None and workload.job is not None:
-        flagged = np.asarray(workload.different_machines, bool)[order]
-        _, dense = np.unique(np.asarray(workload.job)[order][flagged], return_inverse=True)
-        group[flagged] = dense.reshape(-1)
-    return group
-
-
-def _classes(demand: np.ndarray, weight: np.ndarray, group: np.ndarray):
-    """Class of each task (i32[N]) and each class's demand f64[C, R] and group i32[C]."""
-    key = np.concatenate([np.ascontiguousarray(demand, np.float32).view(np.int32),
-                          weight.astype(np.float32).view(np.int32)[:, None], group[:, None]], axis=1)
-    _, first, cls = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    return cls.reshape(-1).astype(np.int32), demand[first].astype(np.float64), group[first]
-
-
 def copies(demand: np.ndarray, free: np.ndarray) -> np.ndarray:
     """i64[C, S]: copies of each class's demand (f64[C, R]) that fit each server's free f64[S, R]
     on its own: the least over resources with d_r > 0 of floor((free_r + FIT_TOL) / d_r), at
@@ -179,8 +161,13 @@ def replay_rounds(cluster: Cluster, workload: Workload, inputs: EventInputs, wei
     order = inputs.order
     demand = inputs.demand.astype(np.float64)
     weight = band_weights(np.asarray(workload.priority)[order], tuple(weights))
-    group = _groups(workload, order)
-    cls, class_demand, class_group = _classes(inputs.demand, weight, group)
+    group = anti_affinity_groups(workload)[order]
+    # Classes: one demand, one utility, one group (the weight's bits label it exactly).
+    labels = np.stack([weight.astype(np.float32).view(np.int32), group], 1)
+    cls, class_demand = demand_classes(inputs.demand, labels)
+    class_demand = class_demand.astype(np.float64)
+    class_group = np.empty(len(class_demand), np.int32)
+    class_group[cls] = group
     base = make_problem(cap, inputs.demand, weight=weight, group=group, resources=cluster.resources)
     G = base.num_groups
     shapes = aggregate(base)
