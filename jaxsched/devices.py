@@ -58,12 +58,13 @@ def set_cpu_devices(value: int | str = "auto") -> None:
 def on_devices(fn: Callable[[int, object], T], count: int) -> list[T]:
     """[fn(i, device i) for i < count], each call in its own thread with local device i as
     JAX's default device (one program per device, all running at once). Where one share
-    fails, or the main thread is interrupted, the other shares stop at their next
-    `interrupt.checkpoint` and the first error is raised."""
+    fails, or the main thread is interrupted (or the worker thread that called this is called
+    off), the other shares stop at their next `interrupt.checkpoint` and the first error is
+    raised."""
     import jax
 
     devices = jax.local_devices()
-    stop = threading.Event()
+    stop = interrupt.bound() or threading.Event()  # from a worker thread: called off with it
 
     def run(i):
         interrupt.bind(stop)

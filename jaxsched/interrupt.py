@@ -4,8 +4,9 @@ worker thread looks whether the call that started it was interrupted.
 The main thread gets KeyboardInterrupt from Python itself as soon as a compiled call returns.
 Shares of the work that run in threads of their own (`devices.on_devices`) cannot be sent
 it; `on_devices` sets the threading.Event they are bound to instead, and `checkpoint`
-between two of their calls
-ends them, so that the process exits without waiting for the rest of the work.
+between two of their calls ends them, so that the process exits without waiting for the
+rest of the work. Shares started from a worker thread are bound to that thread's event, so
+that calling off the worker calls them off too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ _local = threading.local()
 def bind(stop: threading.Event | None) -> None:
     """Make `stop` the event this thread's checkpoints look at (None: none)."""
     _local.stop = stop
+
+
+def bound() -> threading.Event | None:
+    """The event this thread's checkpoints look at (None in the main thread)."""
+    return getattr(_local, "stop", None)
 
 
 def checkpoint() -> None:

@@ -337,27 +337,34 @@ def run_event(cluster: Cluster, workload: Workload, cfg: EventRunConfig,
         timing["cvxcluster_s"] = time.perf_counter() - t0
         return out
 
-    # The rounds are host-bound and mostly single-threaded: they run in a thread of their own
-    # beside the scoring rows' replay (rows are independent: the results are the same).
     names = tuple(n for n in scoring for _ in range(trials))
     if scoring:
         check_policies(scoring, cluster, workload)
         genomes = row_genomes(names, cfg.genome)
         program = EventConfig(policies=names, sample_k=cfg.sample_k, preempt=cfg.preempt,
                               slot=slot_vector(cfg.slot, cluster.num_resources))
+
+    def scoring_rows():
+        t0 = time.perf_counter()
+        keys = jnp.concatenate([rng.trial_keys(cfg.seed, EXPERIMENT, trials)] * len(scoring))
+        rep = replay(cluster, workload, program, keys, genomes, cfg.max_evictions, progress, inputs)
+        timing["scoring_s"] = time.perf_counter() - t0
+        return rep
+
+    # The rounds are host-bound and mostly single-threaded: they run in a thread of their own
+    # beside the scoring rows' replay (rows are independent: the results are the same). Both
+    # parts then run in threads, so that Ctrl-C reaches the main thread while it only waits,
+    # never inside JAX's own code, whose locks the other part still needs.
     beside = Background(cvx_rows) if weightings and scoring else None
     steps = 0
     if scoring:
-        t0 = time.perf_counter()
-        keys = jnp.concatenate([rng.trial_keys(cfg.seed, EXPERIMENT, trials)] * len(scoring))
         try:
-            rep = replay(cluster, workload, program, keys, genomes, cfg.max_evictions, progress, inputs)
+            rep = Background(scoring_rows).result() if beside is not None else scoring_rows()
         except BaseException:
             if beside is not None:
                 beside.cancel()
             raise
         steps = rep.steps
-        timing["scoring_s"] = time.perf_counter() - t0
         for b, name in enumerate(names):
             stats = dict(figures(rep.segments[b], rep.first_start[b]), evictions=int(rep.evictions[b]))
             rows_of.setdefault(name, []).append((stats, rep.segments[b], rep.first_start[b], rep.evictions[b],
