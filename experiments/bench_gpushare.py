@@ -9,7 +9,15 @@ the paper's Kubernetes scheduler simulator, about 10 minutes per (policy, trace,
 network), so the ratio is against that stated cost, labeled as such. The published allocation
 ratios at arrived = 100% are checked in the same run.
 
-    python experiments/bench_gpushare.py [--repeats 3] [--out results/bench_gpushare.json]
+Search throughput (issue 37): one generation of the family search as `jaxsched gpushare --search`
+evaluates it, a population of --search-population random genomes x --search-seeds training seeds
+on the default list, in process, compiled (median of --search-repeats calls after a first one);
+beside it, in the same process, FGD's rows alone (the paper's costliest policy) at the same width.
+Reported: runs per second, and the time the standard search (64 genomes x 20 generations x 5
+lists x 4 seeds = 25,600 runs) would take at that rate, against its 60-minute goal.
+
+    python experiments/bench_gpushare.py [--repeats 3] [--search-population 64] [--search-seeds 4]
+        [--out results/bench_gpushare.json]
 """
 
 from __future__ import annotations
@@ -34,6 +42,46 @@ REFERENCE_S_PER_RUN = 600.0
 PUBLISHED = {"FGD": 95.23, "BestFit": 92.86, "GpuPacking": 91.78, "GpuClustering": 91.65, "DotProd": 90.62,
              "Random": 86.30}
 GOAL_S = 60.0
+STANDARD_SEARCH_RUNS = 64 * 20 * 5 * 4
+SEARCH_GOAL_S = 3600.0
+
+
+def search_throughput(trace_dir: str, population: int, seeds: int, repeats: int) -> dict:
+    """Runs/s of one search generation (the family, random genomes) and of FGD rows of the same width."""
+    import numpy as np
+
+    from jaxsched.gpushare import family, simulate, typical_pods
+    from jaxsched.gpushare import search as gs
+    from jaxsched.gpushare.workload import arrivals
+
+    lists = gs.Lists.load(trace_dir, ["default"])
+    pods = lists.pods["default"]
+    typical = typical_pods(pods)
+    runs = [arrivals(pods, lists.cluster, s, 1.3) for s in range(seeds)]
+    genomes = np.random.default_rng(0).uniform(family.LOW, family.HIGH, (population, family.GENOME_SIZE))
+    out = {}
+    for label, names, g in (("family", (family.FAMILY,) * population, genomes),
+                            ("FGD", ("FGD",) * population, None)):
+        times = []
+        for r in range(repeats + 1):  # the first call compiles
+            t = time.perf_counter()
+            if label == "FGD":  # FGD rows of one policy: one group over population x seeds runs
+                simulate(lists.cluster, pods, typical, runs * population, ("FGD",))
+            else:
+                simulate(lists.cluster, pods, typical, runs, names, genomes=g)
+            times.append(time.perf_counter() - t)
+            print(f"  {label}: {population} x {seeds} runs in {times[-1]:.1f} s{' (compiling)' if r == 0 else ''}",
+                  flush=True)
+        med = statistics.median(times[1:])
+        out[label] = {"runs": population * seeds, "first_s": times[0], "times_s": times[1:], "median_s": med,
+                      "runs_per_s": population * seeds / med}
+    rate = out["family"]["runs_per_s"]
+    out["standard_search_runs"] = STANDARD_SEARCH_RUNS
+    out["standard_search_s"] = STANDARD_SEARCH_RUNS / rate
+    out["standard_search_goal_s"] = SEARCH_GOAL_S
+    out["family_over_fgd_time"] = out["family"]["median_s"] / out["FGD"]["median_s"]
+    out["population"], out["seeds"] = population, seeds
+    return out
 
 
 def main() -> None:
@@ -41,6 +89,9 @@ def main() -> None:
     ap.add_argument("--trace-dir", default=os.path.join(ROOT, "..", "shared", "data", "alibaba-gpu-v2023"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench_gpushare.json"))
+    ap.add_argument("--search-population", type=int, default=64)
+    ap.add_argument("--search-seeds", type=int, default=4)
+    ap.add_argument("--search-repeats", type=int, default=2)
     a = ap.parse_args()
     hw = hardware()
     print(f"bench_gpushare: openb default pod list, 6 policies x 10 seeds (42-51), end to end; "
@@ -75,6 +126,15 @@ def main() -> None:
               "wall_s": wall, "runs_s": walls, "reference_s": reference, "reference_s_per_run": REFERENCE_S_PER_RUN,
               "ratio_vs_stated_reference": reference / wall, "goal_s": GOAL_S, "alloc_at_100": means,
               "published_at_100": PUBLISHED, "diff_pp": diffs, "ranking_as_published": ranking}
+    print(f"search throughput: {a.search_population} genomes x {a.search_seeds} seeds on the default list, in "
+          f"process, compiled", flush=True)
+    search = search_throughput(a.trace_dir, a.search_population, a.search_seeds, a.search_repeats)
+    print(f"search: {search['family']['runs_per_s']:.2f} runs/s (FGD rows alone {search['FGD']['runs_per_s']:.2f}; "
+          f"the family costs {search['family_over_fgd_time']:.2f}x FGD); the standard search's "
+          f"{STANDARD_SEARCH_RUNS:,} runs would take {search['standard_search_s'] / 60:.0f} min at that rate "
+          f"(goal {SEARCH_GOAL_S / 60:.0f} min: {'met' if search['standard_search_s'] <= SEARCH_GOAL_S else 'NOT met'}; "
+          f"the Go simulator's stated cost {STANDARD_SEARCH_RUNS * REFERENCE_S_PER_RUN / 86400:,.0f} days)")
+    result["search"] = search
     write_json_atomic(a.out, result)
     print(f"wrote {a.out}")
 

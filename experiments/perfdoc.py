@@ -187,7 +187,20 @@ def gpushare(d: dict, src: str) -> list[str]:
             f"**{d['wall_s']:.1f} s** against the paper's simulator's stated {d['reference_s']:,.0f} s "
             f"(60 runs x {d['reference_s_per_run']:.0f} s on 2 vCPU): **{d['ratio_vs_stated_reference']:,.0f}x** "
             f"against that stated cost (the simulator cannot run here). {_hw(d)}.", ""] + _table(
-        ["policy", "allocation at 100% (mean of seeds)", "published", "difference, points"], rows)
+        ["policy", "allocation at 100% (mean of seeds)", "published", "difference, points"], rows) + _search(d)
+
+
+def _search(d: dict) -> list[str]:
+    s = d.get("search")
+    if not s:
+        return []
+    f, g = s["family"], s["FGD"]
+    return ["", f"Search throughput (`jaxsched gpushare --search`'s generation): {s['population']} random genomes x "
+            f"{s['seeds']} seeds of the default list, in process, compiled, median of {len(f['times_s'])}: "
+            f"**{f['runs_per_s']:.2f} runs/s** ({f['median_s']:.0f} s; FGD's rows alone at the same width "
+            f"{g['runs_per_s']:.2f} runs/s, so the family costs {s['family_over_fgd_time']:.2f}x FGD). The standard "
+            f"search ({s['standard_search_runs']:,} runs) would take **{s['standard_search_s'] / 60:.0f} min** at "
+            f"that rate, against its goal of {s['standard_search_goal_s'] / 60:.0f} min."]
 
 
 def user_policy(d: dict, src: str) -> list[str]:

@@ -105,6 +105,7 @@ class Space(NamedTuple):
     low: np.ndarray  # f32[D]
     high: np.ndarray  # f32[D]
     names: tuple[str, ...]
+    seeds: np.ndarray | None = None  # f32[S, D]: named points the first generation starts with (start first)
 
     def normal(self, g) -> np.ndarray:
         """The family's canonical genomes, a user policy's clipped to its bounds."""
@@ -175,11 +176,13 @@ def fitness(problem: Problem, genomes: np.ndarray, trials: int, seed: int, sampl
 
 
 def initial_population(size: int, gen: np.random.Generator, sigma: float, sp: Space | None = None) -> np.ndarray:
-    """The named seed genomes (as many as fit), then mutants of alpha_evolve; for a user policy its
-    defaults, then their mutants."""
+    """The named seed genomes (as many as fit), then mutants of alpha_evolve; for another space its
+    seeds (or its start point), then mutants of its start point."""
     if sp is not None and sp.policy != "family":
-        base = np.repeat(sp.start[None], size, axis=0)
-        return np.concatenate([base[:1], mutate(base[1:], gen, sigma, sp)]) if size > 1 else base
+        named = sp.start[None] if sp.seeds is None else np.asarray(sp.seeds, np.float32)
+        named = named[:size]
+        base = np.repeat(sp.start[None], size - len(named), axis=0)
+        return np.concatenate([named, mutate(base, gen, sigma, sp)]) if len(base) else named
     seeds = canonical(np.array(list(SEED_GENOMES.values()), np.float32))[:size]
     base = np.repeat(canonical(np.array([ALPHA_EVOLVE_GENOME]))[None, 0], size - len(seeds), axis=0)
     return np.concatenate([seeds, mutate(base, gen, sigma)], axis=0) if size > len(seeds) else seeds
@@ -197,12 +200,13 @@ def mutate(genomes: np.ndarray, gen: np.random.Generator, sigma: float, sp: Spac
     return canonical(g)
 
 
-def children(parents: np.ndarray, count: int, gen: np.random.Generator, cfg: EvolveConfig) -> np.ndarray:
+def children(parents: np.ndarray, count: int, gen: np.random.Generator, cfg: EvolveConfig,
+             sp: Space | None = None) -> np.ndarray:
     """`count` children: a uniformly drawn parent, with chance `crossover` mixed with a second one, mutated."""
     a = parents[gen.integers(0, len(parents), count)]
     b = parents[gen.integers(0, len(parents), count)]
     mix = (gen.random(count) < cfg.crossover)[:, None] & (gen.random(a.shape) < 0.5)
-    return mutate(np.where(mix, b, a), gen, cfg.sigma, space(cfg.policy))
+    return mutate(np.where(mix, b, a), gen, cfg.sigma, sp or space(cfg.policy))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,7 +265,6 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
     cfg.check()
     for problem in (train, heldout):
         validate(*problem)
-    gen = np.random.default_rng([cfg.seed, zlib.crc32(EXPERIMENT_TRAIN.encode())])
     sp = space(cfg.policy)
     score = lambda g: fitness(train, g, cfg.trials, cfg.seed, cfg.sample_k, cfg.slot, progress=progress,
                               policy=cfg.policy).mean(1)
@@ -274,16 +277,37 @@ def evolve(train: Problem, heldout: Problem, cfg: EvolveConfig,
                                             EXPERIMENT_HELDOUT, policy=cfg.policy).mean())
         return held_cache[key]
 
+    return run_search(score, held, cfg, sp, on_generation)
+
+
+def run_search(score: Callable[[np.ndarray], np.ndarray], held: Callable[[np.ndarray], float] | None, cfg, sp: Space,
+               on_generation: Callable[[Generation], None] | None = None) -> EvolveResult:
+    """The search of `cfg` (its strategy, population, parents, generations, sigma, crossover and
+    seed) over the space `sp`, whatever the genomes are scored on.
+
+    Args:
+        score: f32[P, D] genomes -> f64[P] fitness (higher is better), one batch per generation.
+        held: a genome -> its held-out fitness, reported for the best genome of every generation
+            and never used to select; None: not reported (NaN).
+        cfg: an EvolveConfig, or any object with those fields.
+        sp: the search space; its start point is the baseline.
+        on_generation: on_generation(g) after each generation (0 is the initial population).
+
+    Returns:
+        The EvolveResult.
+    """
+    held = held or (lambda genome: float("nan"))
     if cfg.strategy != "mu_lambda":
         return _evolve_evosax(score, held, cfg, on_generation, sp)
+    gen = np.random.default_rng([cfg.seed, zlib.crc32(EXPERIMENT_TRAIN.encode())])
     pool = initial_population(cfg.population, gen, cfg.sigma, sp)
     fit = score(pool)
-    baseline_train = float(fit[0])  # the first seed genome is alpha_evolve (a user policy's defaults)
+    baseline_train = float(fit[0])  # the first seed genome is the start point
     evaluations = len(pool)
     history = []
     for g in range(cfg.generations + 1):
         if g > 0:
-            kids = children(pool, cfg.population, gen, cfg)
+            kids = children(pool, cfg.population, gen, cfg, sp)
             kid_fit = score(kids)
             evaluations += len(kids)
             pool, fit = np.concatenate([pool, kids]), np.concatenate([fit, kid_fit])

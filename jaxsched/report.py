@@ -1,6 +1,6 @@
 """A self-contained HTML report of jaxsched results: tables sortable by metric, SVG plots.
 
-Reads the JSON documents the commands write (snapshot, event, evolve, tune, cvx, gpushare) and the
+Reads the JSON documents the commands write (snapshot, event, evolve, tune, cvx, gpushare, gpushare --search) and the
 benchmark suite's results/bench.json, plus event mode's utilization CSVs
 (PREFIX_<policy>.csv). Plots are inline SVG and the page's only script (sorting, an
 error log) is inline, so the page needs no network when viewed.
@@ -346,6 +346,29 @@ def _gpushare(doc, name) -> list:
     return out
 
 
+def _gpushare_search(doc, name) -> list:
+    srch = doc["search"]
+    out = [f"<h2>GPU-sharing family search: {_esc(name)}</h2>",
+           f"<p>strategy {_esc(srch['strategy'])}, {srch['evaluations']} genomes evaluated ({srch['runs']:,} runs); "
+           f"champion training fitness {srch['champion']['train_fitness']:.3f}% against FGD's "
+           f"{srch['FGD']['train_fitness']:.3f}% (mean allocation over arrived 90..130%)</p>"]
+    h = srch["history"]
+    xs = [r["evaluations"] for r in h]
+    out.append(Chart("best training fitness against evaluations", "genomes evaluated", "fitness (%)",
+                     {"best": (xs, [r["best"] for r in h]), "generation median": (xs, [r["median"] for r in h]),
+                      "FGD": (xs, [srch["FGD"]["train_fitness"]] * len(xs))}))
+    for key, title in (("heldout", "held-out lists"), ("train_heldout_seeds", "training lists, held-out seeds")):
+        rows = [[(n, None)] + [(_num(e[p]["mean"], 1, 2), e[p]["mean"]) for p in ("champion", "FGD", "BestFit")]
+                + [(f"{e['vs_FGD']['mean']:+.2f} ± {e['vs_FGD']['sd']:.2f}", e["vs_FGD"]["mean"]),
+                   (f"{e['vs_FGD']['better']}/{len(e['seeds'])}", e["vs_FGD"]["better"])] for n, e in doc[key].items()]
+        out.append(f"<h3>{title}: allocation % at arrived 100%</h3>")
+        out.append(table(["list", "champion", "FGD", "BestFit", "champion - FGD", "seeds better"], rows))
+    g = doc["goal"]
+    out.append(f"<p>goal ({_esc(g['rule'])}): {'met' if g['met'] else 'not met'}; held-out mean lead "
+               f"{g['heldout_mean_lead_pp']:+.3f} pp</p>")
+    return out
+
+
 def _bench(doc, name) -> str:
     rows = []
     for b, entry in doc["benchmarks"].items():
@@ -376,7 +399,7 @@ def _read_csv(path) -> dict[str, tuple[list[float], list[float]]]:
 
 
 VIEWS = {"snapshot": _snapshot, "evolve": _evolve, "tune": _evolve, "cvx": _cvx, "gpushare": _gpushare,
-         "bench": _bench}  # each kind's section but event's, which also takes the utilization CSVs
+         "gpushare-search": _gpushare_search, "bench": _bench}  # each kind's section but event's, which also takes the utilization CSVs
 
 
 def _fail(path, kind, what):
@@ -398,7 +421,7 @@ def _dict_of_dicts(doc, key, path, kind, need=()):
 
 
 def check_result(doc, path: str) -> str:
-    """The kind of a result document (snapshot, event, evolve, tune, cvx, gpushare, bench), its
+    """The kind of a result document (snapshot, event, evolve, tune, cvx, gpushare, gpushare-search, bench), its
     fields checked before anything is rendered; InputError naming the file and the field."""
     if isinstance(doc, dict) and "benchmarks" in doc and "experiment" not in doc:
         for b, entry in _dict_of_dicts(doc, "benchmarks", path, "benchmark", ("headlines",)).items():
@@ -436,6 +459,20 @@ def check_result(doc, path: str) -> str:
             for c in ("alloc", "frag", "frag_ratio"):
                 if not isinstance(entry[c], dict) or not {"mean", "min", "max", "at_100"} <= set(entry[c]):
                     _fail(path, kind, f"'policies.{p}.{c}' must hold mean, min, max and at_100")
+    elif kind == "gpushare-search":
+        srch = doc.get("search")
+        if not isinstance(srch, dict) or not isinstance(srch.get("history"), list) or not srch["history"] \
+                or not all(isinstance(r, dict) and {"evaluations", "best", "median"} <= set(r) for r in srch["history"]):
+            _fail(path, kind, "'search.history' must be a non-empty list of generations")
+        for k in ("strategy", "evaluations", "runs", "champion", "FGD"):
+            if k not in srch:
+                _fail(path, kind, f"'search' has no '{k}'")
+        for key in ("heldout", "train_heldout_seeds"):
+            for n, e in _dict_of_dicts(doc, key, path, kind, ("champion", "FGD", "BestFit", "vs_FGD", "seeds")).items():
+                if not all(isinstance(e[p], dict) and "mean" in e[p] for p in ("champion", "FGD", "BestFit", "vs_FGD")):
+                    _fail(path, kind, f"'{key}.{n}' must hold champion, FGD, BestFit and vs_FGD with a mean")
+        if not isinstance(doc.get("goal"), dict) or not {"met", "rule", "heldout_mean_lead_pp"} <= set(doc["goal"]):
+            _fail(path, kind, "'goal' must hold met, rule and heldout_mean_lead_pp")
     else:
         raise InputError(f"{path}: a jaxsched result of an unknown experiment {kind!r}")
     return kind

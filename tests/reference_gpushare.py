@@ -49,10 +49,32 @@ def fgd_score(left, cpu, model, typical, c, k, m):
     return s(after), None
 
 
-def simulate(nodes, pods, typical, order, rank, policy, words=(0, 0)):
+def fgd_gpu_scores(left, cpu, model, typical, c, m):
+    """FGD's score of a share pod (c, m) on each GPU of a node: {GPU: score} over the GPUs with room."""
+    total = sum(t[4] for t in typical)
+    before = frag_numerator(left, cpu, model, typical)
+    out = {}
+    for i, x in enumerate(left):
+        if x >= m:
+            z = (before - frag_numerator(left[:i] + [x - m] + left[i + 1:], cpu - c, model, typical)) / (total * 1000.0)
+            out[i] = math.floor(100.0 * (1.0 / (1.0 + math.exp(-z))))
+    return out
+
+
+FAMILY_TERMS = ("fgd", "best_fit", "dot_prod", "gpu_packing", "gpu_clustering", "idle_whole", "cpu_after",
+                "gpu_after", "mem_after", "model_share")
+
+
+def simulate(nodes, pods, typical, order, rank, policy, words=(0, 0), genome=None):
     """Place pods[order[t]] one by one; nodes: list of dicts (cpu, mem, gpus, model), pods: list of
     dicts (cpu, mem, k, m, mask); typical: list of (c, m, k, mask, count). Returns, per pod,
-    (node or -1, tuple of GPUs taken), and per pod the cluster's fragmentation numerator."""
+    (node or -1, tuple of GPUs taken), and per pod the cluster's fragmentation numerator.
+    policy "family" scores with `genome` (10 term weights, then the GPU blend; docs/gpushare.md)."""
+    gpus_of_model = {}
+    for n in nodes:
+        gpus_of_model[n["model"]] = gpus_of_model.get(n["model"], 0) + n["gpus"]
+    total_gpus = sum(n["gpus"] for n in nodes)
+    mem_norm = max(n["mem"] for n in nodes)
     cpu = [n["cpu"] for n in nodes]
     mem = [n["mem"] for n in nodes]
     count = [0] * len(nodes)
@@ -108,7 +130,29 @@ def simulate(nodes, pods, typical, order, rank, policy, words=(0, 0)):
                 return max(100 - sum((x * 100) // 1000 for x, _ in taken) // 10, 50)
             if policy == "FGD":
                 return fgd_score(left[n], cpu[n], nodes[n]["model"], typical, c, k, m)[0]
+            if policy == "family":
+                return sum(w * t for w, t in zip(genome, family_terms(n)))
             raise ValueError(policy)
+
+        def family_terms(n):
+            """The family's terms of pod p on node n, in FAMILY_TERMS order."""
+            L = sum(left[n])
+            G = nodes[n]["gpus"]
+            inner = {}
+            for name in ("FGD", "BestFit", "DotProd", "GpuPacking", "GpuClustering"):
+                inner[name] = score_as(name, n)
+            return [inner["FGD"] / 100.0, inner["BestFit"] / 100.0, inner["DotProd"] / 100.0,
+                    inner["GpuPacking"] / 100.0, inner["GpuClustering"] / 100.0,
+                    sum(x == MILLI for x in left[n]) / max(G, 1), (cpu[n] - c) / 128000.0, (L - k * m) / 8000.0,
+                    (mem[n] - p["mem"]) / mem_norm, gpus_of_model[nodes[n]["model"]] / total_gpus]
+
+        def score_as(name, n):
+            nonlocal policy
+            saved, policy = policy, name
+            try:
+                return score(n)
+            finally:
+                policy = saved
 
         feasible = [n for n in range(len(nodes)) if fits(n)]
         if not feasible:
@@ -129,6 +173,12 @@ def simulate(nodes, pods, typical, order, rank, policy, words=(0, 0)):
                     gpus = (room[(int(draws[1]) * len(room)) >> 32],)
                 elif policy == "FGD":
                     gpus = (fgd_score(left[j], cpu[j], nodes[j]["model"], typical, c, k, m)[1],)
+                elif policy == "family":
+                    blend = genome[-1]
+                    s_i = fgd_gpu_scores(left[j], cpu[j], nodes[j]["model"], typical, c, m)
+                    value = {i: blend * (s_i[i] / 100.0) + (1.0 - blend) * (1.0 - left[j][i] / MILLI) for i in s_i}
+                    top = max(value.values())
+                    gpus = (min(i for i in value if value[i] == top),)
                 else:
                     gpus = (best_gpu(j),)
             else:

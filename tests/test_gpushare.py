@@ -44,7 +44,7 @@ def small_case(seed, N=6, P=60):
     return cluster, pods
 
 
-def reference_run(cluster, pods, typical, runobj, policy):
+def reference_run(cluster, pods, typical, runobj, policy, genome=None):
     nodes = [dict(cpu=int(c), mem=int(m), gpus=int(gg), model=int(md)) for c, m, gg, md in
              zip(cluster.cpu, cluster.mem, cluster.gpus, cluster.model)]
     plist = [dict(cpu=int(c), mem=int(m), k=int(k), m=int(mm), mask=int(mk)) for c, m, k, mm, mk in
@@ -53,7 +53,7 @@ def reference_run(cluster, pods, typical, runobj, policy):
                   typical.spec_mask.tolist(), typical.count.tolist()))
     words = np.asarray(rng.hash_words(rng.trial_keys(runobj.seed, EXPERIMENT, 1), rng.STREAM_GPUSHARE))[0]
     return reference_gpushare.simulate(nodes, plist, tp, runobj.pods.tolist(), runobj.rank.tolist(), policy,
-                                       [int(w) for w in words])
+                                       [int(w) for w in words], genome)
 
 
 def gpus_of(bits):

@@ -5,7 +5,8 @@ Nodes hold physical GPUs of 1000 milli-GPU each; a share pod takes its part of O
 multi-GPU pod whole GPUs, and `gpu_spec` restricts a pod's GPU models. Modules: `data`
 (the node and pod lists), `workload` (one seed's arrivals and node ranks; the typical
 pods), `policies` (the paper's six), `frag` (fragmentation and FGD's score), `engine`
-(the batched simulation), `metrics` (the paper's curves), `experiment` (all of it).
+(the batched simulation), `metrics` (the paper's curves), `experiment` (all of it), `family`
+(a parameterized score with the paper's policies as points) and `search` (searching it).
 """
 
 from .data import GpuCluster, PodList, load_cluster, load_gpushare, load_pods

@@ -23,11 +23,12 @@ import numpy as np
 from jax import lax
 
 from .. import interrupt, rng
+from . import family
 from ..devices import SlowestShare, on_devices
 from ..errors import InputError
 from ..policies import REGISTRY, get_policy, score_terms
 from .data import MILLI, GpuCluster, PodList
-from .frag import FragStatic, Shapes, fgd_scores, frag_static, node_numerator
+from .frag import FragStatic, Shapes, fgd_scores, frag_static, node_numerator, shapes_of
 from .policies import PAPER_POLICIES, GpuPolicy, Node, Pod, affinity_bit, best_share_gpu
 from .workload import Run, TypicalPods
 
@@ -47,9 +48,13 @@ def gpu_policy(name: str) -> GpuPolicy:
     """
     if name in PAPER_POLICIES:
         return PAPER_POLICIES[name]
+    if name == family.FAMILY:
+        return GpuPolicy(name, None, "blend", cost=3.0, family=True)
+    if name in family.NAMED:
+        return GpuPolicy(name, None, "blend", cost=3.0, family=True, genome=family.NAMED[name].genome)
     if name in REGISTRY and get_policy(name).deterministic:
         return GpuPolicy(name, _registry_score(get_policy(name)), "best", cost=get_policy(name).cost)
-    known = list(PAPER_POLICIES) + [n for n in REGISTRY if get_policy(n).deterministic]
+    known = list(PAPER_POLICIES) + list(family.NAMED) + [family.FAMILY] + [n for n in REGISTRY if get_policy(n).deterministic]
     raise KeyError(f"unknown GPU-sharing policy {name!r}; known: {', '.join(known)}")
 
 
@@ -82,6 +87,7 @@ class Static(NamedTuple):
     pod_shape: jax.Array  # i32[P]: index of the pod's (c, m, k) in `shapes`
     frag: FragStatic
     shapes: Shapes
+    model_share: jax.Array  # f64[N]: the share of the cluster's GPUs of the node's model (the family's term)
 
 
 class RowState(NamedTuple):
@@ -92,7 +98,7 @@ class RowState(NamedTuple):
     pods: jax.Array  # i32
     left: jax.Array  # i32[N, G]: milli-GPU left per GPU (0 where the GPU does not exist)
     aff: jax.Array  # i32: affinity classes of the GPU pods on the node
-    frag: jax.Array  # i64: fragmentation numerator (`frag.numerator`)
+    frag: jax.Array  # i32 (or i64, as frag.FragStatic.count): fragmentation numerator (`frag.numerator`)
     alloc: jax.Array  # i64[]: milli-GPU allocated
     arrived: jax.Array  # i64[]: milli-GPU of the pods that arrived
     table: jax.Array  # i32[N, S]: FGD's score of each shape on each node (FGD rows; else [N, 0])
@@ -102,14 +108,14 @@ class RowState(NamedTuple):
 class RowInputs(NamedTuple):
     rank: jax.Array  # i32[N]
     words: jax.Array  # u32[2]: the Random policy's draws
+    genome: jax.Array  # f64[family.GENOME_SIZE] for the family's rows, else f64[0]
 
 
 def build_static(cluster: GpuCluster, pods: PodList, typical: TypicalPods) -> Static:
     """The traced inputs of a simulation (call under jax.enable_x64)."""
     G = max(cluster.max_gpus, 1)
     exists = np.arange(G)[None, :] < cluster.gpus[:, None]
-    key = np.stack([pods.cpu, pods.milli, pods.num_gpu], axis=1)
-    shapes, shape_of = np.unique(key, axis=0, return_inverse=True)
+    shapes, shape_of = shapes_of(pods.cpu, pods.milli, pods.num_gpu)
     caps = np.stack([cluster.cpu, cluster.mem, cluster.gpus.astype(np.int64) * MILLI]).astype(np.float64)
     norm = caps.max(axis=1)
     norm[norm == 0] = 1.0
@@ -122,9 +128,9 @@ def build_static(cluster: GpuCluster, pods: PodList, typical: TypicalPods) -> St
                               jnp.int64),
         inv=jnp.asarray(inv, jnp.float32), norm=jnp.asarray(norm, jnp.float32),
         pod_cpu=i32(pods.cpu), pod_mem=i32(pods.mem), pod_k=i32(pods.num_gpu), pod_m=i32(pods.milli),
-        pod_mask=jnp.asarray(pods.spec_mask, jnp.int64), pod_shape=i32(shape_of.reshape(-1)),
-        frag=frag_static(cluster, typical), shapes=Shapes(cpu=i32(shapes[:, 0]), milli=i32(shapes[:, 1]),
-                                                          num_gpu=i32(shapes[:, 2])))
+        pod_mask=jnp.asarray(pods.spec_mask, jnp.int64), pod_shape=i32(shape_of),
+        frag=frag_static(cluster, typical), shapes=Shapes(**{k: i32(v) for k, v in shapes.items()}),
+        model_share=jnp.asarray(family.model_share(cluster), jnp.float64))
 
 
 def initial_state(st: Static, fgd: bool) -> RowState:
@@ -168,7 +174,7 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
     idle = jnp.sum(left, axis=1, dtype=jnp.int32)
     gpu_ok = ((st.model_bit & st.pod_mask[q]) != 0) & jnp.where(k == 1, roomy >= 1, free1 >= k)
     feas = valid & (s.cpu >= c) & (s.mem >= memq) & (s.pods < POD_LIMIT) & ((k == 0) | gpu_ok)
-    fgd_row = policy.gpu_rule == "fgd"
+    fgd_row = policy.keeps_table
     node = Node(cpu=s.cpu, mem=s.mem, left=left, exists=exists, gpus=st.gpus, idle=idle, free1=free1, aff=s.aff,
                 fgd=s.table[:, shape] if fgd_row else jnp.zeros_like(s.cpu), inv=st.inv, norm=st.norm)
     pod_view = Pod(cpu=c, num_gpu=k, milli=m, mem=memq)
@@ -176,7 +182,8 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
     if policy.random_node:
         j = _nth(feas, _uniform_index(draws[0], jnp.sum(feas, dtype=jnp.int32)))
     else:
-        score = policy.score(node, pod_view)
+        score = family.score(node, pod_view, inp.genome, st.model_share) if policy.family \
+            else policy.score(node, pod_view)
         best = jnp.max(jnp.where(feas, score, jnp.iinfo(jnp.int32).min if score.dtype == jnp.int32 else -jnp.inf))
         j = jnp.argmin(jnp.where(feas & (score == best), inp.rank, NO_RANK)).astype(jnp.int32)
     placed = jnp.any(feas)
@@ -184,6 +191,8 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
     if policy.gpu_rule == "random":
         room = ej & (lj >= m)
         g = _nth(room, _uniform_index(draws[1], jnp.sum(room, dtype=jnp.int32)))
+    elif policy.family:
+        g = family.share_gpu(st.frag, lj, ej, s.cpu[j], st.frag.model_ok[j], pod_view, inp.genome[-1])
     elif fgd_row:
         g = s.table_gpu[j, shape]
     else:
@@ -207,7 +216,7 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
                    table=table, table_gpu=table_gpu)
     bits = jnp.sum(jnp.where(take, jnp.left_shift(jnp.int32(1), jnp.arange(lj.shape[0], dtype=jnp.int32)), 0),
                    dtype=jnp.int32)
-    return new, (new.alloc, new.arrived, jnp.sum(frag), jnp.where(placed, j, -1), bits)
+    return new, (new.alloc, new.arrived, jnp.sum(frag, dtype=jnp.int64), jnp.where(placed, j, -1), bits)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,21 +271,25 @@ def _block(carry, st, inputs, seq, t0, *, names):
 _block_jit = jax.jit(_block, static_argnames=("names",), donate_argnums=(0,))
 
 
-def _row_inputs(runs: list[Run]) -> RowInputs:
+def _row_inputs(runs: list[Run], genomes: np.ndarray) -> RowInputs:
+    """The inputs of rows of runs x genomes f64[G, D] (genome major; D = 0 outside the family)."""
     words = np.concatenate([np.asarray(rng.hash_words(rng.trial_keys(r.seed, EXPERIMENT, 1), rng.STREAM_GPUSHARE))
                             for r in runs])
-    return RowInputs(rank=jnp.asarray(np.stack([r.rank for r in runs]), jnp.int32),
-                     words=jnp.asarray(words, jnp.uint32))
+    G = len(genomes)
+    return RowInputs(rank=jnp.asarray(np.tile(np.stack([r.rank for r in runs]), (G, 1)), jnp.int32),
+                     words=jnp.asarray(np.tile(words, (G, 1)), jnp.uint32),
+                     genome=jnp.asarray(np.repeat(genomes, len(runs), axis=0), jnp.float64))
 
 
-def _simulate_share(cluster, pods, typical, runs, names, progress):
-    """One program over the rows `names` x runs (each policy's rows consecutive)."""
+def _simulate_share(cluster, pods, typical, runs, names, genomes, progress):
+    """One program over the rows `names` x runs (each policy's rows consecutive; genomes f64[names, D])."""
     with jax.enable_x64(True):
         st = build_static(cluster, pods, typical)
-        groups = groups_of(tuple(n for n in names for _ in runs))
-        carry = tuple(jax.tree.map(lambda x, g=g: jnp.broadcast_to(x, (len(runs),) + x.shape) + 0,
-                                   initial_state(st, gpu_policy(g).gpu_rule == "fgd")) for g, _, _ in groups)
-        inputs = tuple(_row_inputs(runs) for _ in groups)
+        groups = groups_of(names)
+        carry = tuple(jax.tree.map(lambda x, n=hi - lo: jnp.broadcast_to(x, (n * len(runs),) + x.shape) + 0,
+                                   initial_state(st, gpu_policy(g).keeps_table)) for g, lo, hi in groups)
+        width = lambda g: family.GENOME_SIZE if gpu_policy(g).family else 0
+        inputs = tuple(_row_inputs(runs, genomes[lo:hi, :width(g)]) for g, lo, hi in groups)
         T = max(len(r.pods) for r in runs)
         Tp = -(-T // BLOCK) * BLOCK
         seq = np.full((Tp, len(runs)), -1, np.int64)
@@ -294,6 +307,22 @@ def _simulate_share(cluster, pods, typical, runs, names, progress):
         return [np.concatenate([np.asarray(o[i]) for o in outs])[:T].T for i in range(5)]
 
 
+def _genomes(kinds: list[GpuPolicy], genomes) -> np.ndarray:
+    """Each policy's genome, f64[P, GENOME_SIZE] (zeros outside the family), checked."""
+    out = np.zeros((len(kinds), family.GENOME_SIZE))
+    given = None if genomes is None else np.asarray(genomes, np.float64)
+    if given is not None and given.shape != out.shape:
+        raise InputError(f"genomes: expected shape {out.shape} (one per policy), got {given.shape}")
+    for i, k in enumerate(kinds):
+        if k.genome is not None:
+            out[i] = k.genome
+        elif k.family:
+            if given is None:
+                raise InputError(f"policy {k.name}: each of its rows needs a genome (simulate(..., genomes=))")
+            out[i] = family.check_genome(given[i], f"genome of policy {i} ({k.name})")
+    return out
+
+
 def device_shares(names: tuple[str, ...]) -> list[tuple[int, int]]:
     """Ranges of whole policies, one per local device (at most one per policy), balanced by cost."""
     n = min(len(jax.local_devices()), len(names)) if jax.process_count() == 1 else 1
@@ -309,7 +338,7 @@ def device_shares(names: tuple[str, ...]) -> list[tuple[int, int]]:
 
 
 def simulate(cluster: GpuCluster, pods: PodList, typical: TypicalPods, runs: list[Run], policies: tuple[str, ...],
-             progress: Callable[[int, int], None] | None = None) -> Trajectories:
+             progress: Callable[[int, int], None] | None = None, genomes=None) -> Trajectories:
     """Place every run's pods under every policy, all (policy, seed) rows batched.
 
     Args:
@@ -317,30 +346,33 @@ def simulate(cluster: GpuCluster, pods: PodList, typical: TypicalPods, runs: lis
         pods: the pod list (the runs index it).
         typical: the typical pods of fragmentation.
         runs: one per seed: its arrivals and node ranks (`workload.arrivals`).
-        policies: distinct policy names (`gpu_policy`).
+        policies: policy names (`gpu_policy`); a name may repeat where each has its own genome.
         progress: progress(steps done, steps) of the slowest device share.
+        genomes: f64[len(policies), family.GENOME_SIZE], the genome of each `family.FAMILY` entry
+            of policies (the other entries' rows are ignored); None if there is none.
 
     Returns:
         The Trajectories of every (policy, seed) row, policies major.
 
     Raises:
-        InputError: an unknown policy.
+        InputError: an unknown policy, or a missing or bad genome.
     """
     try:
-        for p in policies:
-            gpu_policy(p)
+        kinds = [gpu_policy(p) for p in policies]
     except KeyError as e:
         raise InputError(e.args[0]) from None
+    genomes = _genomes(kinds, genomes)
     shares = device_shares(tuple(policies))
     T = max(len(r.pods) for r in runs)
     if len(shares) == 1:
-        parts = [_simulate_share(cluster, pods, typical, runs, tuple(policies), progress)]
+        parts = [_simulate_share(cluster, pods, typical, runs, tuple(policies), genomes, progress)]
     else:
         slowest = SlowestShare(progress, len(shares), T)
 
         def run(i, device):
             lo, hi = shares[i]
-            return _simulate_share(cluster, pods, typical, runs, tuple(policies[lo:hi]), slowest.reporter(i))
+            return _simulate_share(cluster, pods, typical, runs, tuple(policies[lo:hi]), genomes[lo:hi],
+                                   slowest.reporter(i))
 
         parts = on_devices(run, len(shares))
     alloc, arrived, frag, node, gpus = (np.concatenate([p[i] for p in parts]) for i in range(5))

@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
+from . import family
 from .data import GpuCluster, PodList
 from .engine import simulate
 from .metrics import CURVES, PERCENTS, Curves, curves
@@ -26,6 +27,7 @@ class GpuShareConfig:
     policies: tuple[str, ...] = tuple(PAPER_POLICIES)
     seeds: tuple[int, ...] = PAPER_SEEDS
     tune: float = TUNE
+    genome: tuple[float, ...] | None = None  # the genome of the policy family.FAMILY, where it is one of them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +104,8 @@ def run_gpushare(cluster: GpuCluster, pods: PodList, cfg: GpuShareConfig = GpuSh
         The GpuShareResult: the allocation, fragmentation and fragmentation-ratio curves.
 
     Raises:
-        InputError: no policy or seed, an unknown policy, or a target the list cannot reach.
+        InputError: no policy or seed, an unknown policy, a missing or bad genome of the family, or a
+            target the list cannot reach.
     """
     if not cfg.policies or not cfg.seeds:
         raise InputError("a GPU-sharing experiment needs at least one policy and one seed")
@@ -114,7 +117,13 @@ def run_gpushare(cluster: GpuCluster, pods: PodList, cfg: GpuShareConfig = GpuSh
         raise InputError("policies and seeds must be distinct")
     typical = typical_pods(pods)
     runs = [arrivals(pods, cluster, s, cfg.tune) for s in cfg.seeds]
-    tr = simulate(cluster, pods, typical, runs, tuple(cfg.policies), progress)
+    genomes = None
+    if family.FAMILY in cfg.policies:
+        if cfg.genome is None:
+            raise InputError(f"policy {family.FAMILY} needs a genome (GpuShareConfig.genome)")
+        genomes = np.zeros((len(cfg.policies), family.GENOME_SIZE))
+        genomes[list(cfg.policies).index(family.FAMILY)] = family.check_genome(cfg.genome)
+    tr = simulate(cluster, pods, typical, runs, tuple(cfg.policies), progress, genomes=genomes)
     placed = np.asarray([tr.placed[b, :tr.length[b]].sum() for b in range(len(tr.policies))], np.int64)
     return GpuShareResult(config=cfg, pod_list=pods.name, curves=curves(tr, cluster.total_gpus), typical=typical,
                           pods=tr.length.copy(), failed=tr.length - placed)

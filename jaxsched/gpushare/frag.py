@@ -25,7 +25,7 @@ class FragStatic(NamedTuple):
     cpu: jax.Array  # i32[J]
     milli: jax.Array  # i32[J]
     num_gpu: jax.Array  # i32[J]
-    count: jax.Array  # i64[J]
+    count: jax.Array  # [J], i32 where a node's numerator fits (sum of counts x the largest node's milli-GPU < 2^31), else i64
     model_ok: jax.Array  # bool[N, J]: node n's model is allowed to typical pod j
     total: float  # sum of the counts
 
@@ -34,8 +34,10 @@ def frag_static(cluster: GpuCluster, typical: TypicalPods) -> FragStatic:
     """The arrays the fragmentation of every node needs (build under jax.enable_x64)."""
     bit = np.where(cluster.model >= 0, np.left_shift(1, np.maximum(cluster.model, 0)), 0).astype(np.int64)
     ok = (bit[:, None] & typical.spec_mask[None, :]) != 0
+    # A node's numerator is at most sum_j count_j x its idle milli-GPU: i32 arithmetic where that fits.
+    small = int(typical.count.sum()) * max(int(cluster.gpus.max(initial=0)), 1) * MILLI < 2**31
     return FragStatic(cpu=jnp.asarray(typical.cpu, jnp.int32), milli=jnp.asarray(typical.milli, jnp.int32),
-                      num_gpu=jnp.asarray(typical.num_gpu, jnp.int32), count=jnp.asarray(typical.count, jnp.int64),
+                      num_gpu=jnp.asarray(typical.num_gpu, jnp.int32), count=jnp.asarray(typical.count, jnp.int32 if small else jnp.int64),
                       model_ok=jnp.asarray(ok), total=float(typical.count.sum()))
 
 
@@ -58,25 +60,72 @@ def base(fs: FragStatic, left, exists) -> Base:
 
 
 def numerator(fs: FragStatic, b: Base, cpu, model_ok):
-    """sum_j count_j frag_j (i64) of a node with these counts, `cpu` milli-CPU left and its
+    """sum_j count_j frag_j (of count's integer type) of a node with these counts, `cpu` milli-CPU left and its
     model_ok bool[J] (broadcasting over leading axes of b.fit, b.part, b.idle and cpu)."""
     row = lambda a: a.reshape((1,) * (b.fit.ndim - 1) + a.shape)  # [J] laid out as b.fit
     q3 = row((fs.milli > 0) & model_ok) & (b.fit >= row(fs.num_gpu)) & (cpu[..., None] >= row(fs.cpu))
-    frag = jnp.where(q3, b.part, b.idle[..., None]).astype(jnp.int64)
-    return jnp.sum(frag * row(fs.count), axis=-1)
+    frag = jnp.where(q3, b.part, b.idle[..., None]).astype(fs.count.dtype)
+    return jnp.sum(frag * row(fs.count), axis=-1, dtype=fs.count.dtype)
 
 
 def node_numerator(fs: FragStatic, left, exists, cpu, model_ok):
-    """The fragmentation numerator of one node (i64[])."""
+    """The fragmentation numerator of one node (an integer scalar)."""
     return numerator(fs, base(fs, left, exists), cpu, model_ok)
 
 
 class Shapes(NamedTuple):
-    """The distinct (c, m, k) of a pod list: what an FGD score depends on, [S] each."""
+    """The distinct (c, m, k) of a pod list: what an FGD score depends on, [S] each; and the
+    distinct (m, k) among them, [U] each, which alone decide how a pod changes the GPUs."""
 
     cpu: jax.Array  # i32
     milli: jax.Array  # i32
     num_gpu: jax.Array  # i32
+    unit: jax.Array  # i32[S]: the index of the shape's (m, k) in unit_milli, unit_num_gpu
+    unit_milli: jax.Array  # i32[U]
+    unit_num_gpu: jax.Array  # i32[U]
+
+
+def shapes_of(cpu, milli, num_gpu) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (c, m, k) of pods (sorted) as Shapes fields in numpy, and each pod's shape index."""
+    key = np.stack([np.asarray(cpu), np.asarray(milli), np.asarray(num_gpu)], axis=1).reshape(-1, 3)
+    shapes, shape_of = np.unique(key, axis=0, return_inverse=True)
+    units, unit_of = np.unique(shapes[:, 1:], axis=0, return_inverse=True)
+    fields = dict(cpu=shapes[:, 0], milli=shapes[:, 1], num_gpu=shapes[:, 2], unit=unit_of.reshape(-1),
+                  unit_milli=units[:, 0], unit_num_gpu=units[:, 1])
+    return fields, shape_of.reshape(-1)
+
+
+def _after(fs: FragStatic, b: Base, left, exists, model_ok, milli, num_gpu):
+    """How placing pods of GPU demand (m, k) [U] changes a node, per candidate GPU: (X int[U, G, J],
+    idle' i32[U, G], valid bool[U, G]).
+
+    A share pod (k = 1, m < 1000) changes one GPU i from left_i to left_i - m (each GPU with room a
+    candidate); an exclusive pod its k lowest-index free GPUs (one candidate, GPU 0); a CPU-only pod
+    none. X[u, i, j] = count_j (idle' - part'_j) where typical pod j would fit the GPUs after (its
+    model allowed, m_j > 0, k_j GPUs with room), else 0: the numerator after is then
+    idle' total - sum_j X[u, i, j] [cpu' >= c_j], the CPU entering only through that test.
+    """
+    G = left.shape[0]
+    share = (num_gpu == 1) & (milli < MILLI)  # [U]
+    gpu = jnp.arange(G, dtype=jnp.int32)
+    x = jnp.where(share[:, None], left[None, :], MILLI)  # [U, G]
+    valid = jnp.where(share[:, None], exists[None, :] & (left[None, :] >= milli[:, None]), gpu[None, :] == 0)
+    mult = jnp.where(share, 1, num_gpu)[:, None]  # [U, 1]
+    after = x - milli[:, None]
+    m_j = fs.milli[None, None, :]  # [1, 1, J]
+    xe, ae = x[..., None], after[..., None]  # [U, G, 1]
+    fit = b.fit[None, None] + mult[..., None] * ((ae >= m_j).astype(jnp.int32) - (xe >= m_j).astype(jnp.int32))
+    part = b.part[None, None] + mult[..., None] * (jnp.where(ae < m_j, ae, 0) - jnp.where(xe < m_j, xe, 0))
+    idle = b.idle - mult * milli[:, None]  # [U, G]
+    gpu_ok = ((fs.milli > 0) & model_ok)[None, None, :] & (fit >= fs.num_gpu[None, None, :])
+    X = jnp.where(gpu_ok, (idle[..., None] - part).astype(fs.count.dtype) * fs.count[None, None, :], 0)
+    return X, idle, valid
+
+
+def _score(fs: FragStatic, F, new):
+    """floor(100 sigmoid((F - new) / (total 1000))): FGD's integer score of a change of numerator."""
+    z = (F - new).astype(jnp.float64) / (fs.total * 1000.0)
+    return jnp.floor(100.0 * (1.0 / (1.0 + jnp.exp(-z)))).astype(jnp.int32)
 
 
 def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
@@ -87,26 +136,24 @@ def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
     pod on its k lowest-index free GPUs; a CPU-only pod on the CPU alone. score =
     floor(100 sigmoid((F_n - F_n') / 1000)). A shape that does not fit gets 0.
     """
-    G = left.shape[0]
     b = base(fs, left, exists)
     F = numerator(fs, b, cpu, model_ok)
-    share = (shapes.num_gpu == 1) & (shapes.milli < MILLI)  # [S]
-    gpu = jnp.arange(G, dtype=jnp.int32)
-    # Each candidate changes `mult` GPUs from x to x - m: share pods one GPU (each GPU i a
-    # candidate), exclusive pods k free GPUs (one candidate), CPU-only pods none.
-    x = jnp.where(share[:, None], left[None, :], MILLI)  # [S, G]
-    valid = jnp.where(share[:, None], exists[None, :] & (left[None, :] >= shapes.milli[:, None]), gpu[None, :] == 0)
-    mult = jnp.where(share, 1, shapes.num_gpu)[:, None]  # [S, 1]
-    after = x - shapes.milli[:, None]
-    m_j = fs.milli[None, None, :]  # [1, 1, J]
-    xe, ae = x[..., None], after[..., None]  # [S, G, 1]
-    fit = b.fit[None, None] + mult[..., None] * ((ae >= m_j).astype(jnp.int32) - (xe >= m_j).astype(jnp.int32))
-    part = b.part[None, None] + mult[..., None] * (jnp.where(ae < m_j, ae, 0) - jnp.where(xe < m_j, xe, 0))
-    idle = b.idle - mult * shapes.milli[:, None]
-    new = numerator(fs, Base(fit, part, idle), jnp.broadcast_to((cpu - shapes.cpu)[:, None], x.shape), model_ok)
-    z = (F - new).astype(jnp.float64) / (fs.total * 1000.0)
-    s = jnp.floor(100.0 * (1.0 / (1.0 + jnp.exp(-z)))).astype(jnp.int32)
-    s = jnp.where(valid, s, -1)
+    X, idle, valid = _after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu)
+    cpu_ok = (cpu - shapes.cpu)[:, None] >= fs.cpu[None, :]  # [S, J]
+    cut = jnp.sum(jnp.where(cpu_ok[:, None, :], X[shapes.unit], 0), axis=-1, dtype=X.dtype)  # [S, G]
+    new = idle[shapes.unit].astype(fs.count.dtype) * fs.count.sum(dtype=fs.count.dtype) - cut
+    s = jnp.where(valid[shapes.unit], _score(fs, F, new), -1)
     best = jnp.max(s, axis=1)
     first = jnp.argmax(s == best[:, None], axis=1).astype(jnp.int32)
     return jnp.maximum(best, 0), first
+
+
+def gpu_scores(fs: FragStatic, left, exists, cpu, model_ok, c, m, k):
+    """FGD's score of one pod (c, m, k) on one node per candidate GPU: i32[G], -1 where not a candidate
+    (for a share pod each GPU with room; otherwise GPU 0 stands for the k lowest-index free GPUs)."""
+    b = base(fs, left, exists)
+    F = numerator(fs, b, cpu, model_ok)
+    X, idle, valid = _after(fs, b, left, exists, model_ok, jnp.reshape(m, (1,)), jnp.reshape(k, (1,)))
+    cut = jnp.sum(jnp.where((cpu - c) >= fs.cpu, X[0], 0), axis=-1, dtype=X.dtype)
+    new = idle[0].astype(fs.count.dtype) * fs.count.sum(dtype=fs.count.dtype) - cut
+    return jnp.where(valid[0], _score(fs, F, new), -1)

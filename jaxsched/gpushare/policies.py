@@ -116,9 +116,16 @@ class GpuPolicy(NamedTuple):
 
     name: str
     score: Callable[[Node, Pod], jax.Array]
-    gpu_rule: str  # "best", "random" or "fgd": which GPU a share pod takes
+    gpu_rule: str  # "best", "random", "fgd" or "blend" (the family's): which GPU a share pod takes
     random_node: bool = False  # the node is drawn uniformly among the feasible ones
     cost: float = 1.0  # time of a step relative to the cheap policies, to balance device shares
+    family: bool = False  # a point of the parameterized family (`family.score`), scored by a genome
+    genome: tuple[float, ...] | None = None  # a named point's genome (None: each row's own)
+
+    @property
+    def keeps_table(self) -> bool:
+        """Whether rows keep FGD's score table (FGD and the family)."""
+        return self.gpu_rule == "fgd" or self.family
 
 
 PAPER_POLICIES: dict[str, GpuPolicy] = {p.name: p for p in (
