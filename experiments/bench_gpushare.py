@@ -59,16 +59,16 @@ def search_throughput(trace_dir: str, population: int, seeds: int, repeats: int)
     typical = typical_pods(pods)
     runs = [arrivals(pods, lists.cluster, s, 1.3) for s in range(seeds)]
     genomes = np.random.default_rng(0).uniform(family.LOW, family.HIGH, (population, family.GENOME_SIZE))
+    runners = {"family": lambda: simulate(lists.cluster, pods, typical, runs, (family.FAMILY,) * population,
+                                          genomes=genomes),
+               # FGD's rows: one policy, one group of the same population x seeds runs
+               "FGD": lambda: simulate(lists.cluster, pods, typical, runs * population, ("FGD",))}
     out = {}
-    for label, names, g in (("family", (family.FAMILY,) * population, genomes),
-                            ("FGD", ("FGD",) * population, None)):
+    for label, call in runners.items():
         times = []
         for r in range(repeats + 1):  # the first call compiles
             t = time.perf_counter()
-            if label == "FGD":  # FGD rows of one policy: one group over population x seeds runs
-                simulate(lists.cluster, pods, typical, runs * population, ("FGD",))
-            else:
-                simulate(lists.cluster, pods, typical, runs, names, genomes=g)
+            call()
             times.append(time.perf_counter() - t)
             print(f"  {label}: {population} x {seeds} runs in {times[-1]:.1f} s{' (compiling)' if r == 0 else ''}",
                   flush=True)

@@ -184,3 +184,17 @@ def test_cli_search_writes_its_record(tmp_path, capsys):
 def test_cli_search_and_genome_errors(args, message, capsys):
     code, _, err = run(["gpushare", "--trace-dir", ALIBABA] + args, capsys)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_the_cli_defaults_are_the_librarys_protocol():
+    """The CLI spells its defaults out (its flags load without JAX): they must be the library's."""
+    from jaxsched.cli import gpushare as cli_gpushare
+
+    opts = {o.dest: o.default for o in cli_gpushare.OPTIONS}
+    cfg = gs.GpuSearchConfig()
+    assert opts["train_lists"].split(",") == list(cfg.train_lists)
+    assert opts["heldout_lists"].split(",") == list(cfg.heldout_lists)
+    assert opts["train_seeds"] == cfg.train_seeds and opts["heldout_seeds"] == cfg.heldout_seeds
+    for k in ("strategy", "generations", "population", "parents", "sigma"):
+        assert opts[k] == getattr(cfg, k), k
+    assert opts["search_seed"] == cfg.seed and opts["tune"] == cfg.tune

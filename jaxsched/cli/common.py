@@ -14,6 +14,17 @@ from .config import UsageError
 from .options import SYNTHETIC_ONLY, TRACE_ONLY, Option, dest_flag, flag
 
 
+def checked(check: Callable[[], None], settings: tuple[str, ...]) -> None:
+    """check(), its InputError turned into a UsageError whose message names each of `settings` by its
+    flag (a config's check names its fields: sample_k -> --sample-k)."""
+    import re
+
+    try:
+        check()
+    except InputError as e:
+        raise UsageError(re.sub(rf"\b({'|'.join(settings)})\b", lambda m: dest_flag(m.group(1)), str(e))) from None
+
+
 def add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
     """Register `options` on a subcommand's parser, with --config and --quiet."""
     parser.add_argument("--config", metavar="FILE", help="TOML file of defaults for these flags "

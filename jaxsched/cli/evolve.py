@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 import time
 from typing import Any
 
-from ..errors import InputError
-from .common import check_sources, check_writable, envelope, printer, settings_doc, slot_for, \
+from .common import check_sources, check_writable, checked, envelope, printer, settings_doc, slot_for, \
     write_result
-from .config import UsageError, resolve
+from .config import resolve
 from .options import JSON, MACHINES, POLICY_FILE, POLICY_PARAMS, RHO, SAMPLE_K, SEED, SLOT, TRACE_WINDOW_OPTIONS, TRIALS, Option, choice, path, \
     positive_float, positive_int
 from .workloads import tuning_problems, user_policies
@@ -73,11 +71,7 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace, ski
     cfg = EvolveConfig(generations=s["generations"], population=s["population"], parents=s["parents"],
                        sigma=s["sigma"], trials=s["trials"], sample_k=s["sample_k"], seed=s["seed"],
                        strategy=s.get("strategy", "mu_lambda"), policy=s.get("policy", "family"))
-    try:
-        cfg.check()
-    except InputError as e:  # its messages name the settings: name the flags
-        raise UsageError(re.sub(r"\b(generations|population|parents|sigma|trials|sample_k|strategy)\b",
-                                lambda m: "--" + m.group(1).replace("_", "-"), str(e))) from None
+    checked(cfg.check, ("generations", "population", "parents", "sigma", "trials", "sample_k", "strategy"))
     t0 = time.perf_counter()
     train, held, source, slot = tuning_inputs(s, args.quiet)
     cfg = dataclasses.replace(cfg, slot=slot)

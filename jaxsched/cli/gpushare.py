@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from .common import check_writable, describe_devices, envelope, printer, settings_doc, write_result
+from .common import check_writable, checked, describe_devices, envelope, printer, settings_doc, write_result
 from .config import UsageError, resolve
 from .options import dest_flag
 from .options import JSON, MAX_SEED, SEED, Option, choice, flag, float_list, path, positive_float, positive_int
@@ -195,10 +195,7 @@ def _lists(text: str, flag_name: str) -> tuple[str, ...]:
 def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace) -> int:
     """Search the family on the training lists, then report the champion against FGD and BestFit on
     the held-out lists and on the training lists with the held-out seeds."""
-    import re
-
     from .. import progress
-    from ..errors import InputError
     from ..gpushare import family
     from ..gpushare import search as gs
 
@@ -211,11 +208,8 @@ def run_search(s: dict[str, Any], given: set[str], args: argparse.Namespace) -> 
                              train_lists=_lists(s["train_lists"], "--train-lists"), train_seeds=s["train_seeds"],
                              heldout_lists=_lists(s["heldout_lists"], "--heldout-lists"),
                              heldout_seeds=s["heldout_seeds"], tune=s["tune"])
-    try:
-        cfg.check()
-    except InputError as e:  # its messages name the settings: name the flags
-        raise UsageError(re.sub(r"\b(generations|population|parents|sigma|strategy|train_seeds|train_lists|tune)\b",
-                                lambda m: dest_flag(m.group(1)), str(e))) from None
+    checked(cfg.check, ("generations", "population", "parents", "sigma", "strategy", "train_seeds", "train_lists",
+                        "tune"))
     check_writable(s["json"])
     say = printer(args.quiet)
     t0 = time.perf_counter()

@@ -23,10 +23,10 @@ import numpy as np
 from jax import lax
 
 from .. import interrupt, rng
-from . import family
 from ..devices import SlowestShare, on_devices
 from ..errors import InputError
 from ..policies import REGISTRY, get_policy, score_terms
+from . import family
 from .data import MILLI, GpuCluster, PodList
 from .frag import FragStatic, Shapes, fgd_scores, frag_static, node_numerator, shapes_of
 from .policies import PAPER_POLICIES, GpuPolicy, Node, Pod, affinity_bit, best_share_gpu
@@ -50,11 +50,9 @@ def gpu_policy(name: str) -> GpuPolicy:
         return PAPER_POLICIES[name]
     if name == family.FAMILY:
         return GpuPolicy(name, None, "blend", cost=3.0, family=True)
-    if name in family.NAMED:
-        return GpuPolicy(name, None, "blend", cost=3.0, family=True, genome=family.NAMED[name].genome)
     if name in REGISTRY and get_policy(name).deterministic:
         return GpuPolicy(name, _registry_score(get_policy(name)), "best", cost=get_policy(name).cost)
-    known = list(PAPER_POLICIES) + list(family.NAMED) + [family.FAMILY] + [n for n in REGISTRY if get_policy(n).deterministic]
+    known = list(PAPER_POLICIES) + [family.FAMILY] + [n for n in REGISTRY if get_policy(n).deterministic]
     raise KeyError(f"unknown GPU-sharing policy {name!r}; known: {', '.join(known)}")
 
 
@@ -314,9 +312,7 @@ def _genomes(kinds: list[GpuPolicy], genomes) -> np.ndarray:
     if given is not None and given.shape != out.shape:
         raise InputError(f"genomes: expected shape {out.shape} (one per policy), got {given.shape}")
     for i, k in enumerate(kinds):
-        if k.genome is not None:
-            out[i] = k.genome
-        elif k.family:
+        if k.family:
             if given is None:
                 raise InputError(f"policy {k.name}: each of its rows needs a genome (simulate(..., genomes=))")
             out[i] = family.check_genome(given[i], f"genome of policy {i} ({k.name})")

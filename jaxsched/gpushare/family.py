@@ -13,7 +13,6 @@ DotProd, GpuPacking and GpuClustering are points of the family (`PAPER_POINTS`).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -96,19 +95,7 @@ def share_gpu(fs: FragStatic, left, exists, cpu, model_ok, p: Pod, blend) -> jax
     return jnp.argmax(value).astype(jnp.int32)
 
 
-class FamilyPolicy(NamedTuple):
-    """A named point of the family (shipped champions)."""
-
-    name: str
-    genome: tuple[float, ...]
-    found_by: str  # the command that found it
-    record: str  # its record under results/
-
-
-# Named points of the family offered as --policy NAME (none yet: a champion is shipped only when it
-# meets its goal on the held-out lists; docs/gpushare.md, "Searching beyond FGD").
-NAMED: dict[str, FamilyPolicy] = {}
-FAMILY = "gpushare_family"  # the rows of a search: one genome per row
+FAMILY = "gpushare_family"  # the policy name of the family: one genome per row
 
 
 def model_share(cluster) -> np.ndarray:

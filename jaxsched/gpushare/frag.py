@@ -128,6 +128,18 @@ def _score(fs: FragStatic, F, new):
     return jnp.floor(100.0 * (1.0 / (1.0 + jnp.exp(-z)))).astype(jnp.int32)
 
 
+def candidate_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
+    """FGD's score of every shape on one node per candidate GPU: i32[S, G], -1 where not a candidate
+    (for a share pod each GPU with room; otherwise GPU 0 stands for the k lowest-index free GPUs)."""
+    b = base(fs, left, exists)
+    F = numerator(fs, b, cpu, model_ok)
+    X, idle, valid = _after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu)
+    cpu_ok = (cpu - shapes.cpu)[:, None] >= fs.cpu[None, :]  # [S, J]
+    cut = jnp.sum(jnp.where(cpu_ok[:, None, :], X[shapes.unit], 0), axis=-1, dtype=X.dtype)  # [S, G]
+    new = idle[shapes.unit].astype(fs.count.dtype) * fs.count.sum(dtype=fs.count.dtype) - cut
+    return jnp.where(valid[shapes.unit], _score(fs, F, new), -1)
+
+
 def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
     """FGD's score of every shape on one node, and the GPU a share pod would take: (i32[S], i32[S]).
 
@@ -136,24 +148,15 @@ def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
     pod on its k lowest-index free GPUs; a CPU-only pod on the CPU alone. score =
     floor(100 sigmoid((F_n - F_n') / 1000)). A shape that does not fit gets 0.
     """
-    b = base(fs, left, exists)
-    F = numerator(fs, b, cpu, model_ok)
-    X, idle, valid = _after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu)
-    cpu_ok = (cpu - shapes.cpu)[:, None] >= fs.cpu[None, :]  # [S, J]
-    cut = jnp.sum(jnp.where(cpu_ok[:, None, :], X[shapes.unit], 0), axis=-1, dtype=X.dtype)  # [S, G]
-    new = idle[shapes.unit].astype(fs.count.dtype) * fs.count.sum(dtype=fs.count.dtype) - cut
-    s = jnp.where(valid[shapes.unit], _score(fs, F, new), -1)
+    s = candidate_scores(fs, shapes, left, exists, cpu, model_ok)
     best = jnp.max(s, axis=1)
     first = jnp.argmax(s == best[:, None], axis=1).astype(jnp.int32)
     return jnp.maximum(best, 0), first
 
 
 def gpu_scores(fs: FragStatic, left, exists, cpu, model_ok, c, m, k):
-    """FGD's score of one pod (c, m, k) on one node per candidate GPU: i32[G], -1 where not a candidate
-    (for a share pod each GPU with room; otherwise GPU 0 stands for the k lowest-index free GPUs)."""
-    b = base(fs, left, exists)
-    F = numerator(fs, b, cpu, model_ok)
-    X, idle, valid = _after(fs, b, left, exists, model_ok, jnp.reshape(m, (1,)), jnp.reshape(k, (1,)))
-    cut = jnp.sum(jnp.where((cpu - c) >= fs.cpu, X[0], 0), axis=-1, dtype=X.dtype)
-    new = idle[0].astype(fs.count.dtype) * fs.count.sum(dtype=fs.count.dtype) - cut
-    return jnp.where(valid[0], _score(fs, F, new), -1)
+    """FGD's score of one pod (c, m, k) on one node per candidate GPU: i32[G] (`candidate_scores`)."""
+    one = lambda x: jnp.reshape(x, (1,)).astype(jnp.int32)
+    shape = Shapes(cpu=one(c), milli=one(m), num_gpu=one(k), unit=jnp.zeros(1, jnp.int32), unit_milli=one(m),
+                   unit_num_gpu=one(k))
+    return candidate_scores(fs, shape, left, exists, cpu, model_ok)[0]

@@ -119,8 +119,7 @@ class GpuPolicy(NamedTuple):
     gpu_rule: str  # "best", "random", "fgd" or "blend" (the family's): which GPU a share pod takes
     random_node: bool = False  # the node is drawn uniformly among the feasible ones
     cost: float = 1.0  # time of a step relative to the cheap policies, to balance device shares
-    family: bool = False  # a point of the parameterized family (`family.score`), scored by a genome
-    genome: tuple[float, ...] | None = None  # a named point's genome (None: each row's own)
+    family: bool = False  # the parameterized family (`family.score`): each row scored by its own genome
 
     @property
     def keeps_table(self) -> bool:
