@@ -1,16 +1,20 @@
 """Progress on stderr: a bar redrawn in place on a terminal; elsewhere (CI, pipes, files) a
 plain line every LINE_INTERVAL_S seconds of long work. Both give an estimate of the time
 left, up front: from ESTIMATE_AFTER_S seconds of work on (the first line comes then, where
-the work will take longer than a line's interval)."""
+the work will take longer than a line's interval). The estimate follows the recent pace (the
+last third of the time so far, at least RECENT_MIN_S), so that work whose pace changes as it
+goes, such as a replay whose queue grows, is not judged by its early pace."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import time
 
 LINE_INTERVAL_S = 10.0  # off a terminal: seconds between progress lines (none for shorter work)
 ESTIMATE_AFTER_S = 3.0  # the first estimate of the time left, after this much work
+RECENT_MIN_S, RECENT_SHARE = 30.0, 1 / 3  # the pace of the estimate: over the last max(30 s, a third)
 
 
 def enabled(stream=None) -> bool:
@@ -29,12 +33,24 @@ class Progress:
         self.lines = lines
         self.start = time.perf_counter()
         self.last = None if lines else 0.0  # lines: the time of the last line, None before the first
+        self.seen = collections.deque([(self.start, 0)])  # (time, done): the window of the recent pace
+
+    def _left(self, now: float, done: int, total: int) -> float | None:
+        """Seconds left at the pace since the window's start (the whole run's while it is shorter)."""
+        since = now - max(RECENT_MIN_S, RECENT_SHARE * (now - self.start))
+        while len(self.seen) > 1 and self.seen[1][0] <= since:
+            self.seen.popleft()  # the window's start only moves forward
+        t0, d0 = self.seen[0]
+        self.seen.append((now, done))
+        if done <= d0 or now <= t0:
+            return None if done <= 0 else (now - self.start) * (total - done) / done
+        return (now - t0) * (total - done) / (done - d0)
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
         frac = done / total if total else 1.0
         elapsed = now - self.start
-        left = elapsed * (1 - frac) / frac if frac > 0 else None
+        left = self._left(now, done, total) if total else 0.0
         if self.lines:
             if done >= total or left is None:
                 return

@@ -66,3 +66,23 @@ def test_bar_redraws_one_line_and_ends_it():
     text = out.getvalue()
     assert text.startswith("\rpacking [###############               ] 5/10")
     assert "10/10" in text and text.endswith("\n") and text.count("\n") == 1
+
+
+def test_the_estimate_follows_the_recent_pace(monkeypatch):
+    """A replay slows as its queue grows: the time left comes from the last third of the run (at
+    least 30 s), not from its average pace since the start."""
+    out = io.StringIO()
+    monkeypatch.setattr(progress.sys, "stderr", out)
+    clock = iter([0.0, 100.0, 150.0, 200.0, 210.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    bar = progress.maybe("replaying")
+    for done in (50, 55, 60, 61):  # 0.5 tasks/s for 100 s, then 0.1 tasks/s
+        bar(done, 100)
+    lines = out.getvalue().splitlines()
+    # at 100 s the whole run is the window (50 in 100 s); at 150 s the window starts at 100 s
+    # (55 - 50 in 50 s); at 200 s too (the last third starts at 133 s: 60 - 50 in 100 s); the
+    # average since the start would say 133 s at 200 s
+    assert lines == ["replaying: 50/100 (50.0%) after 100 s, about 100 s left",
+                     "replaying: 55/100 (55.0%) after 150 s, about 450 s left",
+                     "replaying: 60/100 (60.0%) after 200 s, about 400 s left",
+                     "replaying: 61/100 (61.0%) after 210 s, about 390 s left"]
