@@ -10,7 +10,9 @@ policies) and so cannot be one `shard_map`.
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, TypeVar
 
@@ -81,11 +83,11 @@ def on_devices(fn: Callable[[int, object], T], count: int) -> list[T]:
     try:
         futures = [pool.submit(run, i) for i in range(count)]
         wait(futures, return_when=FIRST_EXCEPTION)
-    except BaseException:  # KeyboardInterrupt while waiting
+    except BaseException:  # KeyboardInterrupt while waiting: the shares stop on their own
         stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    pool.shutdown(wait=True, cancel_futures=True)
     errors = [f.exception() for f in futures if f.exception() is not None]
     if errors:  # the share that failed first, not one that stopped because of it
         raise next((e for e in errors if not isinstance(e, interrupt.Stopped)), errors[0])
@@ -94,7 +96,10 @@ def on_devices(fn: Callable[[int, object], T], count: int) -> list[T]:
 
 class Background:
     """fn() in a thread of its own, started at once: `result()` waits for it (and raises what
-    it raised); `cancel()` stops it at its next `interrupt.checkpoint` and waits."""
+    it raised); `cancel()` calls it off, to stop at its next `interrupt.checkpoint`.
+
+    Neither waits for a called-off thread: one inside a long compiled call (a compilation)
+    would hold up Ctrl-C for seconds. The CLI's exit does the waiting (`exit_after_threads`)."""
 
     def __init__(self, fn: Callable[[], T]):
         self.stop = threading.Event()
@@ -111,16 +116,31 @@ class Background:
 
     def result(self) -> T:
         try:
-            return self.future.result()
+            out = self.future.result()
         except BaseException:  # its error, or KeyboardInterrupt while waiting
-            self.stop.set()
+            self.cancel()
             raise
-        finally:
-            self.pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True)
+        return out
 
     def cancel(self) -> None:
         self.stop.set()
-        self.pool.shutdown(wait=True)
+        self.pool.shutdown(wait=False)
+
+
+def exit_after_threads(code: int, grace_s: float = 1.0) -> int:
+    """`code`, once the other threads have ended; where one still runs after `grace_s`
+    (called off inside a compiled call it cannot leave), end the process now with `code`
+    instead of waiting for it: every result file is written by the main thread, atomically."""
+    deadline = time.monotonic() + grace_s
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join(max(deadline - time.monotonic(), 0.0))
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.current_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 class SlowestShare:

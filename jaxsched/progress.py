@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from . import interrupt
+
 LINE_INTERVAL_S = 10.0  # off a terminal: seconds between progress lines (none for shorter work)
 ESTIMATE_AFTER_S = 3.0  # the first estimate of the time left, after this much work
 RECENT_MIN_S, RECENT_SHARE = 30.0, 1 / 3  # the pace of the estimate: over the last max(30 s, a third)
@@ -47,6 +49,7 @@ class Progress:
         return (now - t0) * (total - done) / (done - d0)
 
     def __call__(self, done: int, total: int) -> None:
+        interrupt.checkpoint()  # a called-off share stops here instead of writing after the interrupt
         now = time.perf_counter()
         frac = done / total if total else 1.0
         elapsed = now - self.start
@@ -92,6 +95,7 @@ class Ticker:
         self.drawn = False
 
     def __call__(self, count: int) -> None:
+        interrupt.checkpoint()
         now = time.perf_counter()
         if self.lines:
             if now - self.last < LINE_INTERVAL_S:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxsched import event, interrupt, rng
-from jaxsched.devices import on_devices
+from jaxsched.devices import Background, on_devices
 from jaxsched.errors import InputError
 from jaxsched.event import run as event_run
 from jaxsched.types import Cluster, Workload
@@ -41,6 +41,16 @@ def test_a_failing_share_stops_the_others_and_its_own_error_is_raised():
     assert time.perf_counter() - t < 5 and len(seen) < 2000  # share 0 did not run its 20 s
     interrupt.checkpoint()  # the main thread is not bound to the stopped call
     assert on_devices(lambda i, d: i * 10, 2) == [0, 10]  # a later call runs as usual
+
+
+def test_a_called_off_thread_is_not_waited_for():
+    release = threading.Event()
+    work = Background(lambda: release.wait(10))  # a long call with no checkpoint in it
+    t = time.perf_counter()
+    work.cancel()
+    assert time.perf_counter() - t < 1 and work.future.running()
+    release.set()
+    assert work.future.result(5) is True
 
 
 def test_the_pacer_aims_at_the_target_time_within_its_bounds():
@@ -81,8 +91,18 @@ def _interrupt_when_busy(args, tmp_path, marker):
     (`marker`) shows the work under way: (seconds from SIGINT to exit, exit code, stderr)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("CI", None)
-    proc = subprocess.Popen([sys.executable, "-m", "jaxsched", "--cpu-devices", "2", *args], env=env,
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default in the child, as on a terminal: a shell that starts the tests in the
+    # background (`pytest &`) passes it on ignored, and Python then installs no handler for it.
+    # A handler (unlike "ignored") is reset to the default in the child.
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "jaxsched", "--cpu-devices", "2", *args], env=env,
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     lines = []
     try:
         for line in proc.stderr:
@@ -105,6 +125,9 @@ def _interrupt_when_busy(args, tmp_path, marker):
      "replaying:"),
     # CvxCluster's rounds in a thread of their own beside the scoring replay
     (["event", "--machines", "300", "--rho", "1.2", "--policy", "best_fit,cvxcluster"], "cvxcluster rounds:"),
+    # the same while the scoring replay still compiles (a call no checkpoint can end)
+    (["--no-compile-cache", "event", "--machines", "300", "--rho", "1.2", "--policy", "best_fit,cvxcluster"],
+     "cvxcluster rounds:"),
     # the full scan's blocks, dispatched ahead of their results
     (["snapshot", "--machines", "40000", "--rho", "0.9", "--policy", "all", "--trials", "2", "--sample-k", "0",
       "--no-compaction", "--no-inflation"], "packing:"),

@@ -14,6 +14,7 @@ import argparse
 import re
 import sys
 
+from ..devices import exit_after_threads
 from ..errors import InputError
 from . import cvx, event, evolve, gpushare, policies, report, snapshot, tune
 from .common import add_options
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("jaxsched: interrupted", file=sys.stderr)
-        return 130
+        return exit_after_threads(130)
     except BrokenPipeError:  # the reader of stdout went away (`jaxsched policies | head`)
         sys.stderr.close()
         return 141
