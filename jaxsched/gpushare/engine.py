@@ -259,7 +259,6 @@ def _block(carry, st, inputs, seq, t0, *, names):
             state, out = step(carry[g], inputs[g], pods[lo:hi])
             new.append(state)
             outs.append(out)
-            interrupt.queue_one_ahead(outs)
         return tuple(new), tuple(jnp.concatenate(x) for x in zip(*outs))
 
     steps = t0 + jnp.arange(seq.shape[0], dtype=jnp.int32)
