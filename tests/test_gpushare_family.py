@@ -66,6 +66,44 @@ def test_random_genomes_against_the_reference(case):
     _against_reference(case, [tuple(x) for x in genomes])
 
 
+def test_real_valued_genomes_against_the_reference():
+    """Weights anywhere in their bounds: the engine's score is the reference's left-to-right sum
+    of the weighted terms, rounding for rounding, so even near ties resolve as the reference does."""
+    genomes = np.random.default_rng(7).uniform(family.LOW, family.HIGH, (4, family.GENOME_SIZE))
+    _against_reference(2, [tuple(x) for x in genomes])
+
+
+@needs_samples
+def test_the_family_score_table_stays_the_score_of_every_node():
+    """The engine keeps each family row's score of every (c, mem, m, k) on every node in a table
+    and recomputes only the chosen node's column: after a thousand pods on the openb cluster the
+    table is, bit for bit, the one computed afresh from the rows' states."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxsched.gpushare import engine
+
+    lists = gs.Lists.load(ALIBABA, ["gpushare60"])
+    cluster, pods = lists.cluster, lists.pods["gpushare60"]
+    typical = typical_pods(pods)
+    runs = [arrivals(pods, cluster, seed, tune=0.15) for seed in (0, 1)]
+    genomes = np.random.default_rng(3).uniform(family.LOW, family.HIGH, (2, family.GENOME_SIZE))
+    with jax.enable_x64(True):
+        st = engine.build_static(cluster, pods, typical)
+        B = len(genomes) * len(runs)
+        carry = jax.tree.map(lambda x: jnp.broadcast_to(x, (B,) + x.shape) + 0, engine.initial_state(st, True))
+        inputs = engine._row_inputs(runs, genomes)
+        carry = engine._family_tables_jit(st, carry, inputs.genome)
+        T = min(len(r.pods) for r in runs)
+        seq = np.tile(np.stack([r.pods[:T] for r in runs], 1), (1, len(genomes))).astype(np.int32)
+        (carry,), out = engine._block_jit((carry,), st, (inputs,), jnp.asarray(seq), jnp.int32(0),
+                                          names=(family.FAMILY,) * B)
+        assert int(np.sum(np.asarray(out[3]) >= 0)) > 0.9 * T * B  # the pods were placed
+        fresh = engine._family_tables_jit(st, carry._replace(fam=jnp.zeros((B, 0) + carry.fam.shape[2:])),
+                                          inputs.genome)
+        np.testing.assert_array_equal(np.asarray(carry.fam), np.asarray(fresh.fam))
+
+
 @pytest.mark.parametrize("genome, message", [
     ((1.0,) * 10, r"expected (11 numbers|shape \(1, 11\))"),
     ((1.5,) + (0.0,) * 9 + (1.0,), "fgd = 1.5 is outside its bounds"),

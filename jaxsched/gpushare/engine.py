@@ -5,7 +5,8 @@ A step places one pod in every row: the feasible nodes (CPU, memory, pod count, 
 and per-GPU room), the row's policy's score, the highest score with ties to the lowest
 node rank (a Random row draws a feasible node uniformly), the GPU(s) of that node by the
 policy's rule, and the update of that node alone: its CPU, memory and GPUs, its affinity
-classes, its fragmentation and, for FGD rows, its row of the score table. Rows of one
+classes, its fragmentation and, for FGD rows, its row of the score table; for the family's
+rows, its column of the family's score table. Rows of one
 policy share a vmap; the policies' groups run in the same scan. The program runs with
 64-bit types (`jax.enable_x64`): fragmentation sums are exact integers and scores are
 computed in float64, as the simulator computes them.
@@ -86,6 +87,9 @@ class Static(NamedTuple):
     frag: FragStatic
     shapes: Shapes
     model_share: jax.Array  # f64[N]: the share of the cluster's GPUs of the node's model (the family's term)
+    pod_full: jax.Array  # i32[P]: index of the pod's (c, mem, m, k) in `full`, what a family score depends on
+    full: Pod  # [F] each: the distinct (c, mem, m, k) of the pod list
+    full_shape: jax.Array  # i32[F]: index of each one's (c, m, k) in `shapes` (its FGD table column)
 
 
 class RowState(NamedTuple):
@@ -101,6 +105,7 @@ class RowState(NamedTuple):
     arrived: jax.Array  # i64[]: milli-GPU of the pods that arrived
     table: jax.Array  # i32[N, S]: FGD's score of each shape on each node (FGD rows; else [N, 0])
     table_gpu: jax.Array  # i32[N, S]: the GPU a share pod of the shape would take
+    fam: jax.Array  # f64[F, N]: the family's score of each full shape on each node (family rows; else [0, N])
 
 
 class RowInputs(NamedTuple):
@@ -114,6 +119,10 @@ def build_static(cluster: GpuCluster, pods: PodList, typical: TypicalPods) -> St
     G = max(cluster.max_gpus, 1)
     exists = np.arange(G)[None, :] < cluster.gpus[:, None]
     shapes, shape_of = shapes_of(pods.cpu, pods.milli, pods.num_gpu)
+    full, full_of = np.unique(np.stack([pods.cpu, pods.mem, pods.milli, pods.num_gpu], 1).reshape(-1, 4), axis=0,
+                              return_inverse=True)
+    shape_key = {tuple(k): i for i, k in enumerate(zip(shapes["cpu"], shapes["milli"], shapes["num_gpu"]))}
+    full_shape = [shape_key[(c, m, k)] for c, _, m, k in full]
     caps = np.stack([cluster.cpu, cluster.mem, cluster.gpus.astype(np.int64) * MILLI]).astype(np.float64)
     norm = caps.max(axis=1)
     norm[norm == 0] = 1.0
@@ -128,7 +137,9 @@ def build_static(cluster: GpuCluster, pods: PodList, typical: TypicalPods) -> St
         pod_cpu=i32(pods.cpu), pod_mem=i32(pods.mem), pod_k=i32(pods.num_gpu), pod_m=i32(pods.milli),
         pod_mask=jnp.asarray(pods.spec_mask, jnp.int64), pod_shape=i32(shape_of),
         frag=frag_static(cluster, typical), shapes=Shapes(**{k: i32(v) for k, v in shapes.items()}),
-        model_share=jnp.asarray(family.model_share(cluster), jnp.float64))
+        model_share=jnp.asarray(family.model_share(cluster), jnp.float64), pod_full=i32(full_of.reshape(-1)),
+        full=Pod(cpu=i32(full[:, 0]), mem=i32(full[:, 1]), milli=i32(full[:, 2]), num_gpu=i32(full[:, 3])),
+        full_shape=i32(full_shape))
 
 
 def initial_state(st: Static, fgd: bool) -> RowState:
@@ -146,7 +157,36 @@ def initial_state(st: Static, fgd: bool) -> RowState:
         table = table_gpu = jnp.zeros((N, S), jnp.int32)
     zero = jnp.zeros((), jnp.int64)
     return RowState(cpu=st.cap_cpu, mem=st.cap_mem, pods=jnp.zeros(N, jnp.int32), left=left,
-                    aff=jnp.zeros(N, jnp.int32), frag=frag, alloc=zero, arrived=zero, table=table, table_gpu=table_gpu)
+                    aff=jnp.zeros(N, jnp.int32), frag=frag, alloc=zero, arrived=zero, table=table, table_gpu=table_gpu,
+                    fam=jnp.zeros((0, N), jnp.float64))
+
+
+def _nodes(st: Static, s: RowState, at=slice(None)) -> Node:
+    """The nodes `at` (all, or a slice of one) as a score sees them, FGD's table column 0 as `fgd`."""
+    left, exists = s.left[at], st.exists[at]
+    return Node(cpu=s.cpu[at], mem=s.mem[at], left=left, exists=exists, gpus=st.gpus[at],
+                idle=jnp.sum(left, axis=1, dtype=jnp.int32),
+                free1=jnp.sum(exists & (left == MILLI), axis=1, dtype=jnp.int32), aff=s.aff[at],
+                fgd=s.table[at, 0], inv=st.inv[:, at], norm=st.norm)
+
+
+def _family_scores(st: Static, s: RowState, genome, at=slice(None)) -> jax.Array:
+    """The family's score of every full shape on the nodes `at` under `genome`: f64[F, n]. Each
+    entry is `family.score` of that node and pod, so a table of them reads as the score itself."""
+    node = _nodes(st, s, at)
+    fgd = s.table[at][:, st.full_shape]  # [n, F]
+
+    def one(f, c, mem, m, k):
+        return family.score(node._replace(fgd=fgd[:, f]), Pod(cpu=c, mem=mem, num_gpu=k, milli=m), genome,
+                            st.model_share[at])
+
+    F = st.full_shape.shape[0]
+    return jax.vmap(one)(jnp.arange(F), st.full.cpu, st.full.mem, st.full.milli, st.full.num_gpu)
+
+
+def family_table(st: Static, s: RowState, genome) -> RowState:
+    """The row's state with the family's score table of its nodes under `genome` filled in."""
+    return s._replace(fam=_family_scores(st, s, genome))
 
 
 def _uniform_index(bits, count):
@@ -180,8 +220,7 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
     if policy.random_node:
         j = _nth(feas, _uniform_index(draws[0], jnp.sum(feas, dtype=jnp.int32)))
     else:
-        score = family.score(node, pod_view, inp.genome, st.model_share) if policy.family \
-            else policy.score(node, pod_view)
+        score = s.fam[st.pod_full[q]] if policy.family else policy.score(node, pod_view)
         best = jnp.max(jnp.where(feas, score, jnp.iinfo(jnp.int32).min if score.dtype == jnp.int32 else -jnp.inf))
         j = jnp.argmin(jnp.where(feas & (score == best), inp.rank, NO_RANK)).astype(jnp.int32)
     placed = jnp.any(feas)
@@ -211,7 +250,10 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
     gpu = (k * m).astype(jnp.int64)
     new = RowState(cpu=cpu, mem=mem, pods=pods, left=left, aff=aff, frag=frag,
                    alloc=s.alloc + jnp.where(placed, gpu, 0), arrived=s.arrived + jnp.where(valid, gpu, 0),
-                   table=table, table_gpu=table_gpu)
+                   table=table, table_gpu=table_gpu, fam=s.fam)
+    if policy.family:  # only node j changed: its column of every full shape's score
+        column = _family_scores(st, new, inp.genome, at=jnp.reshape(j, (1,)))[:, 0]
+        new = new._replace(fam=s.fam.at[:, j].set(column))
     bits = jnp.sum(jnp.where(take, jnp.left_shift(jnp.int32(1), jnp.arange(lj.shape[0], dtype=jnp.int32)), 0),
                    dtype=jnp.int32)
     return new, (new.alloc, new.arrived, jnp.sum(frag, dtype=jnp.int64), jnp.where(placed, j, -1), bits)
@@ -266,6 +308,7 @@ def _block(carry, st, inputs, seq, t0, *, names):
 
 
 _block_jit = jax.jit(_block, static_argnames=("names",), donate_argnums=(0,))
+_family_tables_jit = jax.jit(jax.vmap(family_table, in_axes=(None, 0, 0)), donate_argnums=(1,))
 
 
 def _row_inputs(runs: list[Run], genomes: np.ndarray) -> RowInputs:
@@ -287,6 +330,8 @@ def _simulate_share(cluster, pods, typical, runs, names, genomes, progress):
                                    initial_state(st, gpu_policy(g).keeps_table)) for g, lo, hi in groups)
         width = lambda g: family.GENOME_SIZE if gpu_policy(g).family else 0
         inputs = tuple(_row_inputs(runs, genomes[lo:hi, :width(g)]) for g, lo, hi in groups)
+        carry = tuple(_family_tables_jit(st, c, inp.genome) if gpu_policy(g).family else c
+                      for c, inp, (g, lo, hi) in zip(carry, inputs, groups))
         T = max(len(r.pods) for r in runs)
         Tp = -(-T // BLOCK) * BLOCK
         seq = np.full((Tp, len(runs)), -1, np.int64)

@@ -83,7 +83,15 @@ def terms(n: Node, p: Pod, model_share) -> jax.Array:
 def score(n: Node, p: Pod, genome, model_share) -> jax.Array:
     """The family's score of every node for pod p under `genome` (f64[GENOME_SIZE]): f64[N]."""
     t = terms(n, p, model_share)
-    return jnp.sum(jnp.asarray(genome, jnp.float64)[:len(TERMS), None] * t, axis=0)
+    # Each product rounded on its own (the barrier keeps XLA from fusing a product and a sum into
+    # one FMA, which it does in some layouts and not others), then summed in term order: the same
+    # float64 in any layout, so a table of these scores reads as the score itself, and numpy's
+    # left-to-right sum of the same products is exact.
+    prods = jax.lax.optimization_barrier(jnp.asarray(genome, jnp.float64)[:len(TERMS), None] * t)
+    total = prods[0]
+    for i in range(1, len(TERMS)):
+        total = total + prods[i]
+    return total
 
 
 def share_gpu(fs: FragStatic, left, exists, cpu, model_ok, p: Pod, blend) -> jax.Array:
