@@ -236,3 +236,24 @@ def test_the_cli_defaults_are_the_librarys_protocol():
     for k in ("strategy", "generations", "population", "parents", "sigma"):
         assert opts[k] == getattr(cfg, k), k
     assert opts["search_seed"] == cfg.seed and opts["tune"] == cfg.tune
+
+
+def test_rows_split_into_narrower_programs_give_the_same_runs(monkeypatch):
+    """On a CPU a wide batch runs as several programs of whole policies: the same trajectories."""
+    from jaxsched.gpushare import engine
+
+    cluster, pods = small_case(1)
+    typical = typical_pods(pods)
+    runs = [arrivals(pods, cluster, seed, tune=1.6) for seed in (1, 2, 3)]
+    genomes = np.random.default_rng(5).uniform(family.LOW, family.HIGH, (7, family.GENOME_SIZE))
+    names = (family.FAMILY,) * 7 + ("FGD", "BestFit")
+    genomes = np.concatenate([genomes, np.zeros((2, family.GENOME_SIZE))])
+    whole = simulate(cluster, pods, typical, runs, names, genomes=genomes)
+    monkeypatch.setattr(engine, "CPU_ROWS_PER_PROGRAM", 4)  # 27 rows > 8: programs of one policy's 3 rows
+    calls = []
+    share = engine._simulate_share
+    monkeypatch.setattr(engine, "_simulate_share", lambda *a, **k: calls.append(1) or share(*a, **k))
+    split = simulate(cluster, pods, typical, runs, names, genomes=genomes)
+    assert len(calls) >= len(names) - 1
+    for field in ("node", "gpus", "alloc", "arrived", "frag"):
+        np.testing.assert_array_equal(getattr(split, field), getattr(whole, field))
