@@ -12,12 +12,13 @@ ratios at arrived = 100% are checked in the same run.
 Search throughput (issue 37): one generation of the family search as `jaxsched gpushare --search`
 evaluates it, a population of --search-population random genomes x --search-seeds training seeds
 on the default list, in process, compiled (median of --search-repeats calls after a first one);
-beside it, in the same process, FGD's rows alone (the paper's costliest policy) at the same width.
+beside it, in the same process, FGD's rows alone (the paper's costliest policy) at the same width;
+on --cpu-devices devices (default: one per core, as the CLI).
 Reported: runs per second, and the time the standard search (64 genomes x 20 generations x 5
 lists x 4 seeds = 25,600 runs) would take at that rate, against its 60-minute goal.
 
     python experiments/bench_gpushare.py [--repeats 3] [--search-population 64] [--search-seeds 4]
-        [--out results/bench_gpushare.json]
+        [--cpu-devices auto] [--out results/bench_gpushare.json]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchlib import hardware  # noqa: E402
+from benchlib import add_cpu_devices_arg, apply_cpu_devices, hardware  # noqa: E402
 
 from jaxsched.output import write_json_atomic  # noqa: E402
 
@@ -92,7 +93,9 @@ def main() -> None:
     ap.add_argument("--search-population", type=int, default=64)
     ap.add_argument("--search-seeds", type=int, default=4)
     ap.add_argument("--search-repeats", type=int, default=2)
+    add_cpu_devices_arg(ap)
     a = ap.parse_args()
+    apply_cpu_devices(a.cpu_devices)  # in process as `jaxsched gpushare --search` runs: one device per core
     hw = hardware()
     print(f"bench_gpushare: openb default pod list, 6 policies x 10 seeds (42-51), end to end; "
           f"{hw['cpu']}, {hw['cores']} cores, jax {hw['jax']} {hw['backend']} x{hw['devices']}", flush=True)

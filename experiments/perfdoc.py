@@ -198,9 +198,11 @@ def _search(d: dict) -> list[str]:
     return ["", f"Search throughput (`jaxsched gpushare --search`'s generation): {s['population']} random genomes x "
             f"{s['seeds']} seeds of the default list, in process, compiled, median of {len(f['times_s'])}: "
             f"**{f['runs_per_s']:.2f} runs/s** ({f['median_s']:.0f} s; FGD's rows alone at the same width "
-            f"{g['runs_per_s']:.2f} runs/s, so the family costs {s['family_over_fgd_time']:.2f}x FGD). The standard "
+            f"{g['runs_per_s']:.2f} runs/s, so the family costs {s['family_over_fgd_time']:.2f}x FGD; the family's "
+            f"genomes run as programs of about 32 rows, FGD's single policy as one program). The standard "
             f"search ({s['standard_search_runs']:,} runs) would take **{s['standard_search_s'] / 60:.0f} min** at "
-            f"that rate, against its goal of {s['standard_search_goal_s'] / 60:.0f} min."]
+            f"that rate, against its goal of {s['standard_search_goal_s'] / 60:.0f} min: a projection from one "
+            f"generation on one list, not a timed search (the held-out runs and the other lists' lengths come on top)."]
 
 
 def user_policy(d: dict, src: str) -> list[str]:
