@@ -45,15 +45,16 @@ def table(records: dict[str, dict]) -> str:
     head = "| generation | evaluations | " + " | ".join(f"{s} best (median)" for s in records) + " |"
     lines = [head, "|" + "---|" * (2 + len(records))]
     for g in range(gens):
-        cells, evals = [], ""
+        cells, evals = [], set()
         for r in records.values():
             h = r["search"]["history"]
             if g < len(h):
-                evals = f"{h[g]['evaluations']}"
+                evals.add(h[g]["evaluations"])
                 cells.append(f"{h[g]['best']:.3f} ({h[g]['median']:.3f})")
             else:
                 cells.append("")
-        lines.append(f"| {g} | {evals} | " + " | ".join(cells) + " |")
+        # evosax strategies also score their start point once: one evaluation ahead of (mu + lambda)
+        lines.append(f"| {g} | {' / '.join(str(e) for e in sorted(evals, reverse=True))} | " + " | ".join(cells) + " |")
     lines += ["", f"FGD's training fitness: {fgd:.3f}%.", "",
               "| strategy | runs | wall | runs/s | champion's training fitness | above FGD | held-out lead (pp) "
               "| worst list (pp) | goal met |", "|---|---|---|---|---|---|---|---|---|"]
