@@ -165,20 +165,20 @@ def initial_state(st: Static, fgd: bool) -> RowState:
                     fam=jnp.zeros((0, N), jnp.float64))
 
 
-def _nodes(st: Static, s: RowState, at=slice(None)) -> Node:
-    """The nodes `at` (all, or a slice of one) as a score sees them, FGD's table column 0 as `fgd`."""
+def _nodes(st: Static, s: RowState, fgd, at=slice(None)) -> Node:
+    """The nodes `at` (all, or an index array) as a score sees them, with FGD's scores `fgd`."""
     left, exists = s.left[at], st.exists[at]
     return Node(cpu=s.cpu[at], mem=s.mem[at], left=left, exists=exists, gpus=st.gpus[at],
                 idle=jnp.sum(left, axis=1, dtype=jnp.int32),
                 free1=jnp.sum(exists & (left == MILLI), axis=1, dtype=jnp.int32), aff=s.aff[at],
-                fgd=s.table[at, 0], inv=st.inv[:, at], norm=st.norm)
+                fgd=fgd, inv=st.inv[:, at], norm=st.norm)
 
 
 def _family_scores(st: Static, s: RowState, genome, at=slice(None)) -> jax.Array:
     """The family's score of every full shape on the nodes `at` under `genome`: f64[F, n]. Each
     entry is `family.score` of that node and pod, so a table of them reads as the score itself."""
-    node = _nodes(st, s, at)
     fgd = s.table[at][:, st.full_shape]  # [n, F]
+    node = _nodes(st, s, fgd[:, 0], at)
 
     def one(f, c, mem, m, k):
         return family.score(node._replace(fgd=fgd[:, f]), Pod(cpu=c, mem=mem, num_gpu=k, milli=m), genome,
@@ -210,15 +210,12 @@ def row_step(policy: GpuPolicy, st: Static, s: RowState, inp: RowInputs, pod, t)
     c, memq, k, m = st.pod_cpu[q], st.pod_mem[q], st.pod_k[q], st.pod_m[q]
     shape = st.pod_shape[q]
     exists, left = st.exists, s.left
-    free = exists & (left == MILLI)
-    free1 = jnp.sum(free, axis=1, dtype=jnp.int32)
-    roomy = jnp.sum(exists & (left >= m), axis=1, dtype=jnp.int32)
-    idle = jnp.sum(left, axis=1, dtype=jnp.int32)
-    gpu_ok = ((st.model_bit & st.pod_mask[q]) != 0) & jnp.where(k == 1, roomy >= 1, free1 >= k)
-    feas = valid & (s.cpu >= c) & (s.mem >= memq) & (s.pods < POD_LIMIT) & ((k == 0) | gpu_ok)
     fgd_row = policy.keeps_table
-    node = Node(cpu=s.cpu, mem=s.mem, left=left, exists=exists, gpus=st.gpus, idle=idle, free1=free1, aff=s.aff,
-                fgd=s.table[:, shape] if fgd_row else jnp.zeros_like(s.cpu), inv=st.inv, norm=st.norm)
+    node = _nodes(st, s, s.table[:, shape] if fgd_row else jnp.zeros_like(s.cpu))
+    free = exists & (left == MILLI)
+    roomy = jnp.sum(exists & (left >= m), axis=1, dtype=jnp.int32)
+    gpu_ok = ((st.model_bit & st.pod_mask[q]) != 0) & jnp.where(k == 1, roomy >= 1, node.free1 >= k)
+    feas = valid & (s.cpu >= c) & (s.mem >= memq) & (s.pods < POD_LIMIT) & ((k == 0) | gpu_ok)
     pod_view = Pod(cpu=c, num_gpu=k, milli=m, mem=memq)
     draws = rng.counter_bits(inp.words[None], t, jnp.arange(2))[0]
     if policy.random_node:
