@@ -15,9 +15,10 @@ its next step starts there. The first task of a window always stands: it sees th
 and its fallback scan, when it needs one, runs in the step. Kept tasks land on distinct
 machines (a second landing on one would have been a conflict), so their placements commute.
 
-Conflicts are found without comparing every pair of tasks: each pick stamps its machine with
-its place in the window (a scatter-max, the earliest place highest), and task w conflicts where
-a draw holds a stamp of an earlier place. A task whose demand fits no machine needs no scan
+Conflicts (`_conflicts`): in a narrow window, each task's draws are compared with the picks
+of the tasks before it; in a wide one, each pick stamps its machine with its place in the
+window (a scatter-max, the earliest place highest), and task w conflicts where a draw holds a
+stamp of an earlier place. A task whose demand fits no machine needs no scan
 and ends no window: free capacity only shrinks while a snapshot packs, so a `Bound` of the
 state at the start of a chunk, and the row's last failed full scans (a demand at least as
 large in every dimension fits nowhere either), rule it out for good.
@@ -49,6 +50,7 @@ STAIRS = 4  # thresholds per dimension of a row's Bound staircase
 # The drawn machines' inverse capacity is tabled once a chunk where at least this many policy
 # rows share each trial's draws and the table stays this small (else gathered at every step).
 INV_TABLE_ROWS, INV_TABLE_BYTES = 3, 8 << 20
+DIRECT_CONFLICTS = 8  # windows up to this wide find conflicts by comparing draws with picks
 MAX_MACHINES = 1 << 24  # machine indices are compared as float32 (`pickers.lowest_best`)
 
 
@@ -260,7 +262,6 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
     noisy = any(not get_policy(n).deterministic for n in policies)
     g_iota = jnp.arange(G, dtype=jnp.int32)
     w_iota = jnp.arange(W, dtype=jnp.int32)
-    place_w = (W - 1 - w_iota).astype(jnp.float32)  # a place's stamp, above the places after it
     planes = (g_iota[:, None] * C + jnp.arange(C, dtype=jnp.int32)[None]) * Mp  # [G, C]
 
     def step(state):
@@ -306,14 +307,8 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
         memo = jnp.where(into[..., None], d[:, 0, None], memo)
         memo_count = memo_count + failed.astype(jnp.int32)
 
-        # Stamps of step i are i W + W - 1 - w (older steps' are lower): float ones, since XLA's float
-        # max is its fast one. Task w conflicts where a draw holds a stamp above its own.
-        base = (i * W).astype(jnp.float32)
-        stamps = stamps.reshape(-1).at[(g_iota[:, None] * (Mp + 1) + j).reshape(-1)].max(
-            jnp.broadcast_to(base + place_w, (G, W)).reshape(-1)).reshape(G, Mp + 1)
-        s_at = g_iota[:, None, None] * (Mp + 1) + idx
-        seen = jnp.max(stamps.reshape(-1).at[s_at].get(mode="promise_in_bounds"), axis=-1)  # [G, W]
-        stop = ((seen > base + place_w[None]) | need) & (w_iota > 0)[None]
+        clash, stamps = _conflicts(idx, j, stamps, i)
+        stop = (clash | need) & (w_iota > 0)[None]
         kept = jnp.min(jnp.where(stop, w_iota[None], W), axis=1)  # [G]: at least 1
         keep = (w_iota[None] < kept[:, None]) & active[:, None]
 
@@ -327,13 +322,38 @@ def chunk(carry: Carry, rows: Rows, inv, demand, order, cuts, swords, nwords, nu
         cursor = jnp.where(active, cursor + kept, cursor)
         return free, cursor, machine, memo, memo_count, stamps, i + 1, scans + jnp.sum(need[:, 0].astype(jnp.int32))
 
-    stamps = jnp.full((G, Mp + 1), -1.0, jnp.float32)
+    stamps = jnp.full((G, Mp + 1 if W > DIRECT_CONFLICTS else 0), -1.0, jnp.float32)
     state = (free, cursor, machine, memo, memo_count, stamps, jnp.int32(0), jnp.int32(0))
     free, cursor, machine, memo, memo_count, _, steps, scans = lax.while_loop(
         lambda s: jnp.any(s[1] < end), step, state)
     back = lambda a: a.reshape(P, T, *a.shape[1:])
     return Carry(back(free), back(cursor), back(machine), back(memo), back(memo_count),
                  carry.steps + steps, carry.scans + scans)
+
+
+def _conflicts(idx, j, stamps, i):
+    """Whether an earlier task of the window picked one of task w's draws: (bool[G, W], stamps),
+    from the draws idx i32[G, W, K] and the picks j i32[G, W] of step i (`none` where none;
+    never a draw).
+
+    Windows of at most DIRECT_CONFLICTS tasks compare: W - 1 elementwise tests (task v's pick
+    against the draws of the tasks after v), then a float max over the draws (XLA:CPU's fast
+    reduction), and `stamps` (f32[G, 0]) is not read. Wider ones, where those tests grow as
+    W squared, stamp: each pick writes i W + W - 1 - w at its machine in stamps f32[G, Mp + 1]
+    (older steps' stamps are lower, so the record is never cleared), and task w conflicts where
+    one of its draws holds a stamp above its own. docs/performance.md has the timings.
+    """
+    G, W = j.shape
+    place = jnp.arange(W, dtype=jnp.int32)
+    if W <= DIRECT_CONFLICTS:
+        hit = functools.reduce(jnp.logical_or, [(idx == j[:, v, None, None]) & (place > v)[None, :, None]
+                                                for v in range(W - 1)], jnp.zeros(idx.shape, bool))
+        return jnp.max(jnp.where(hit, 1.0, 0.0), axis=-1) > 0, stamps
+    own = (i * W).astype(jnp.float32) + (W - 1 - place).astype(jnp.float32)  # float: XLA's fast max
+    rows = jnp.arange(G, dtype=jnp.int32)[:, None] * stamps.shape[1]
+    stamps = stamps.reshape(-1).at[(rows + j).reshape(-1)].max(jnp.broadcast_to(own, (G, W)).reshape(-1))
+    seen = jnp.max(stamps.at[rows[..., None] + idx].get(mode="promise_in_bounds"), axis=-1)  # [G, W]
+    return seen > own[None], stamps.reshape(G, -1)
 
 
 def _pairs_last(x):
