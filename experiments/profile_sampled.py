@@ -5,7 +5,7 @@ alpha_evolve, cosine, first_fit, epvm x 5 trials) on one CPU device, once to com
 timed, once under JAX's profiler. Each kernel of the compiled chunk is traced back, through the
 HLO's stack frames, to the line of jaxsched that made it, and its run time is summed by phase:
 the chunk's draws, tasks and fit bound, the gathers of drawn machines, the scoring, the pick,
-the fallback scans, the conflict stamps, placing, and the loop's own small kernels. The
+the fallback scans, the conflict tests, placing, and the loop's own small kernels. The
 profiler keeps a bounded number of events, so each kernel's time is scaled by the steps (or
 chunks) the trace missed; the shares are applied to the untimed step.
 
@@ -44,7 +44,8 @@ PHASES = (
     ("gathers: drawn machines' inverse capacity (slices of the chunk's table)",
      lambda f, fn, src: "inv_tab[trial" in src),
     ("gathers: the window's draws and demands", lambda f, fn, src: "idx = draws" in src or "d = demands" in src),
-    ("conflict stamps", lambda f, fn, src: "stamps" in src or "seen" in src or "stop =" in src or "kept =" in src),
+    ("conflicts (draws against the window's earlier picks)",
+     lambda f, fn, src: fn == "_conflicts" or "stop =" in src or "kept =" in src),
     ("placing and recording", lambda f, fn, src: "free = free" in src or "machine" in src or "landed" in src
      or "at = " in src or "keep =" in src),
 )
