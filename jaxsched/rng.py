@@ -125,9 +125,14 @@ def _shuffle_keys(keys, stream, n: int, rounds: int):
 _SHUFFLE_EXPONENT = 3
 
 
-@functools.partial(jax.jit, static_argnums=1)
 def hash_words(keys: jax.Array, stream: int) -> jax.Array:
     """The two 32-bit words that seed a trial's counter hash for `stream`: u32[T, 2]."""
+    return _hash_words(keys, jnp.uint32(stream))
+
+
+@jax.jit
+def _hash_words(keys, stream):
+    """`hash_words` with the stream traced: one compiled program serves every stream."""
     return jax.vmap(lambda k: jax.random.bits(jax.random.fold_in(k, stream), (2,), jnp.uint32))(keys)
 
 
