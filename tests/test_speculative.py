@@ -135,3 +135,24 @@ def test_google_snapshot_places_exactly_like_one_task_at_a_time(tmp_path, sample
     got = pack(snap.cluster, snap.workload, PackConfig(policies=names, sample_k=sample_k), keys)
     assert_same(got, sequential.pack(cap, dem, names, sample_k, keys))
     assert cap.shape[0] > 10_000 and dem.shape[0] == 3000
+
+
+@pytest.mark.parametrize("window", [1, 2, 5, speculative.DIRECT_CONFLICTS, speculative.DIRECT_CONFLICTS + 1, 16])
+def test_conflicts_match_a_pairwise_check(window):
+    """Both ways of finding conflicts (comparing up to DIRECT_CONFLICTS, stamps beyond) flag task
+    w exactly where an earlier pick of its window is one of its draws, over several steps of
+    one stamp record."""
+    G, K, M = 6, 5, 40
+    gen = np.random.default_rng(window)
+    none = M
+    stamps = np.full((G, M + 1 if window > speculative.DIRECT_CONFLICTS else 0), -1.0, np.float32)
+    for i in range(4):
+        idx = gen.integers(0, M, (G, window, K)).astype(np.int32)
+        j = np.where(gen.random((G, window)) < 0.2, none, idx[:, :, 0] if i % 2 else gen.integers(0, M, (G, window)))
+        j = j.astype(np.int32)
+        want = np.array([[any(j[g, v] != none and j[g, v] in idx[g, w] for v in range(w)) for w in range(window)]
+                         for g in range(G)])
+        got, stamps = speculative._conflicts(jax.numpy.asarray(idx), jax.numpy.asarray(j), jax.numpy.asarray(stamps),
+                                             jax.numpy.int32(i))
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"W={window} step {i}")
+        assert want.any() or window == 1
