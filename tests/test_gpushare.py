@@ -79,6 +79,25 @@ def test_placements_match_the_reference(case):
     assert failed > 20 and shared > 100  # the cases fill the cluster and share GPUs
 
 
+@pytest.mark.parametrize("kind", ["share", "not_share"])
+def test_fgd_matches_the_reference_on_lists_of_one_kind_of_pod(kind):
+    """FGD's table scores share shapes per GPU and the others once: a list with none of one kind
+    (an empty half of that split) still places as the reference does."""
+    cluster, pods = small_case(7, P=80)
+    share = (pods.num_gpu == 1) & (pods.milli < 1000)
+    keep = np.flatnonzero(share if kind == "share" else ~share)
+    pods = PodList(name=pods.name, names=pods.names[keep], cpu=pods.cpu[keep], mem=pods.mem[keep],
+                   num_gpu=pods.num_gpu[keep], milli=pods.milli[keep], spec=pods.spec[keep],
+                   spec_mask=pods.spec_mask[keep])
+    typical = typical_pods(pods)
+    runobj = arrivals(pods, cluster, 3, tune=1.6)
+    tr = simulate(cluster, pods, typical, [runobj], ("FGD",))
+    expected, _ = reference_run(cluster, pods, typical, runobj, "FGD")
+    got = [(int(tr.node[0, t]), gpus_of(tr.gpus[0, t]) if tr.node[0, t] >= 0 else ()) for t in range(len(runobj.pods))]
+    assert got == expected
+    assert sum(j >= 0 for j, _ in expected) > 10
+
+
 def one_row(cluster, pods, order, policy, rank=None):
     """The placements of one hand-built run: [(node, gpus)]."""
     r = Run(seed=0, pods=np.asarray(order, np.int64), rank=np.asarray(rank or range(cluster.num_nodes), np.int32),

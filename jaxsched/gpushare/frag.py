@@ -83,6 +83,8 @@ class Shapes(NamedTuple):
     unit: jax.Array  # i32[S]: the index of the shape's (m, k) in unit_milli, unit_num_gpu
     unit_milli: jax.Array  # i32[U]
     unit_num_gpu: jax.Array  # i32[U]
+    share: jax.Array  # i32[S1]: the shapes of share pods (k = 1, m < 1000), whose every GPU with room is a candidate
+    other: jax.Array  # i32[S2]: the other shapes (exclusive and CPU-only pods: one candidate)
 
 
 def shapes_of(cpu, milli, num_gpu) -> tuple[np.ndarray, np.ndarray]:
@@ -90,8 +92,10 @@ def shapes_of(cpu, milli, num_gpu) -> tuple[np.ndarray, np.ndarray]:
     key = np.stack([np.asarray(cpu), np.asarray(milli), np.asarray(num_gpu)], axis=1).reshape(-1, 3)
     shapes, shape_of = np.unique(key, axis=0, return_inverse=True)
     units, unit_of = np.unique(shapes[:, 1:], axis=0, return_inverse=True)
+    is_share = (shapes[:, 2] == 1) & (shapes[:, 1] < MILLI)
     fields = dict(cpu=shapes[:, 0], milli=shapes[:, 1], num_gpu=shapes[:, 2], unit=unit_of.reshape(-1),
-                  unit_milli=units[:, 0], unit_num_gpu=units[:, 1])
+                  unit_milli=units[:, 0], unit_num_gpu=units[:, 1], share=np.flatnonzero(is_share),
+                  other=np.flatnonzero(~is_share))
     return fields, shape_of.reshape(-1)
 
 
@@ -146,17 +150,36 @@ def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
     The hypothetical state after placing: a share pod (k = 1, m < 1000) on GPU i, for each GPU
     with left >= m (the node's score is the best, its GPU the first reaching it); an exclusive
     pod on its k lowest-index free GPUs; a CPU-only pod on the CPU alone. score =
-    floor(100 sigmoid((F_n - F_n') / 1000)). A shape that does not fit gets 0.
+    floor(100 sigmoid((F_n - F_n') / 1000)). A shape that does not fit gets 0. The share shapes
+    are scored per GPU, the others once (their one candidate, GPU 0): `candidate_scores`'s
+    figures, without its columns that can only be -1.
     """
-    s = candidate_scores(fs, shapes, left, exists, cpu, model_ok)
-    best = jnp.max(s, axis=1)
-    first = jnp.argmax(s == best[:, None], axis=1).astype(jnp.int32)
+    b = base(fs, left, exists)
+    F = numerator(fs, b, cpu, model_ok)
+    X, idle, valid = _after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu)
+    total = fs.count.sum(dtype=fs.count.dtype)
+
+    def new_numerator(rows, x):  # rows: shape indices; x: X of their units, [..., J]
+        cpu_ok = (cpu - shapes.cpu[rows])[:, None] >= fs.cpu[None, :]  # [n, J]
+        ok = cpu_ok if x.ndim == 2 else cpu_ok[:, None, :]
+        return jnp.sum(jnp.where(ok, x, 0), axis=-1, dtype=X.dtype)
+
+    sh, ot = shapes.share, shapes.other
+    u1, u2 = shapes.unit[sh], shapes.unit[ot]
+    s1 = jnp.where(valid[u1], _score(fs, F, idle[u1].astype(X.dtype) * total - new_numerator(sh, X[u1])), -1)
+    best1 = jnp.max(s1, axis=1, initial=-1)
+    first1 = jnp.argmax(s1 == best1[:, None], axis=1).astype(jnp.int32)
+    best2 = _score(fs, F, idle[u2, 0].astype(X.dtype) * total - new_numerator(ot, X[u2, 0]))
+    S = shapes.cpu.shape[0]
+    best = jnp.zeros(S, jnp.int32).at[sh].set(best1).at[ot].set(best2)
+    first = jnp.zeros(S, jnp.int32).at[sh].set(first1)
     return jnp.maximum(best, 0), first
 
 
 def gpu_scores(fs: FragStatic, left, exists, cpu, model_ok, c, m, k):
     """FGD's score of one pod (c, m, k) on one node per candidate GPU: i32[G] (`candidate_scores`)."""
     one = lambda x: jnp.reshape(x, (1,)).astype(jnp.int32)
+    none = jnp.zeros(0, jnp.int32)  # candidate_scores reads neither split
     shape = Shapes(cpu=one(c), milli=one(m), num_gpu=one(k), unit=jnp.zeros(1, jnp.int32), unit_milli=one(m),
-                   unit_num_gpu=one(k))
+                   unit_num_gpu=one(k), share=none, other=none)
     return candidate_scores(fs, shape, left, exists, cpu, model_ok)[0]
