@@ -132,16 +132,28 @@ def _score(fs: FragStatic, F, new):
     return jnp.floor(100.0 * (1.0 / (1.0 + jnp.exp(-z)))).astype(jnp.int32)
 
 
+def _changes(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
+    """A node's numerator F and, per pod (m, k) unit, `_after`'s (X, idle', valid)."""
+    b = base(fs, left, exists)
+    return (numerator(fs, b, cpu, model_ok),
+            *_after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu))
+
+
+def _scored(fs: FragStatic, F, cpu, shape_cpu, x, idle):
+    """FGD's integer score of shapes of CPU shape_cpu i32[n] on a node with `cpu` milli-CPU left and
+    numerator F, from their units' X x [n, ..., J] and idle' [n, ...] (`_after`): i32[n, ...]."""
+    cpu_ok = (cpu - shape_cpu)[:, None] >= fs.cpu[None, :]  # [n, J]
+    ok = cpu_ok.reshape(cpu_ok.shape[:1] + (1,) * (x.ndim - 2) + cpu_ok.shape[1:])
+    cut = jnp.sum(jnp.where(ok, x, 0), axis=-1, dtype=x.dtype)
+    return _score(fs, F, idle.astype(x.dtype) * fs.count.sum(dtype=x.dtype) - cut)
+
+
 def candidate_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
     """FGD's score of every shape on one node per candidate GPU: i32[S, G], -1 where not a candidate
     (for a share pod each GPU with room; otherwise GPU 0 stands for the k lowest-index free GPUs)."""
-    b = base(fs, left, exists)
-    F = numerator(fs, b, cpu, model_ok)
-    X, idle, valid = _after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu)
-    cpu_ok = (cpu - shapes.cpu)[:, None] >= fs.cpu[None, :]  # [S, J]
-    cut = jnp.sum(jnp.where(cpu_ok[:, None, :], X[shapes.unit], 0), axis=-1, dtype=X.dtype)  # [S, G]
-    new = idle[shapes.unit].astype(fs.count.dtype) * fs.count.sum(dtype=fs.count.dtype) - cut
-    return jnp.where(valid[shapes.unit], _score(fs, F, new), -1)
+    F, X, idle, valid = _changes(fs, shapes, left, exists, cpu, model_ok)
+    u = shapes.unit
+    return jnp.where(valid[u], _scored(fs, F, cpu, shapes.cpu, X[u], idle[u]), -1)
 
 
 def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
@@ -154,22 +166,13 @@ def fgd_scores(fs: FragStatic, shapes: Shapes, left, exists, cpu, model_ok):
     are scored per GPU, the others once (their one candidate, GPU 0): `candidate_scores`'s
     figures, without its columns that can only be -1.
     """
-    b = base(fs, left, exists)
-    F = numerator(fs, b, cpu, model_ok)
-    X, idle, valid = _after(fs, b, left, exists, model_ok, shapes.unit_milli, shapes.unit_num_gpu)
-    total = fs.count.sum(dtype=fs.count.dtype)
-
-    def new_numerator(rows, x):  # rows: shape indices; x: X of their units, [..., J]
-        cpu_ok = (cpu - shapes.cpu[rows])[:, None] >= fs.cpu[None, :]  # [n, J]
-        ok = cpu_ok if x.ndim == 2 else cpu_ok[:, None, :]
-        return jnp.sum(jnp.where(ok, x, 0), axis=-1, dtype=X.dtype)
-
+    F, X, idle, valid = _changes(fs, shapes, left, exists, cpu, model_ok)
     sh, ot = shapes.share, shapes.other
     u1, u2 = shapes.unit[sh], shapes.unit[ot]
-    s1 = jnp.where(valid[u1], _score(fs, F, idle[u1].astype(X.dtype) * total - new_numerator(sh, X[u1])), -1)
+    s1 = jnp.where(valid[u1], _scored(fs, F, cpu, shapes.cpu[sh], X[u1], idle[u1]), -1)  # [S1, G]
     best1 = jnp.max(s1, axis=1, initial=-1)
     first1 = jnp.argmax(s1 == best1[:, None], axis=1).astype(jnp.int32)
-    best2 = _score(fs, F, idle[u2, 0].astype(X.dtype) * total - new_numerator(ot, X[u2, 0]))
+    best2 = _scored(fs, F, cpu, shapes.cpu[ot], X[u2, 0], idle[u2, 0])  # [S2]
     S = shapes.cpu.shape[0]
     best = jnp.zeros(S, jnp.int32).at[sh].set(best1).at[ot].set(best2)
     first = jnp.zeros(S, jnp.int32).at[sh].set(first1)
